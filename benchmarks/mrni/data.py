@@ -1,0 +1,137 @@
+"""MRNI-BB data: where it lives, fetching it at the pinned commit, verifying it, reading it.
+
+Resolution order for the data directory: --data-dir, $FAIRSWEEP_MRNI_DIR, `data_dir` in the config,
+then the cache filled by `fairsweep data fetch` (~/.cache/fairsweep/mrni-bb/<commit>).
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import urllib.error
+import urllib.request
+from importlib import resources
+from pathlib import Path
+
+from ...errors import DataError
+
+ENV_DIR = "FAIRSWEEP_MRNI_DIR"
+ENV_URL = "FAIRSWEEP_MRNI_URL"
+LANGUAGES = ("en", "it")
+SUBSCALES = ("AF", "D", "IOS", "NTSM", "RE", "SRTMS", "T")
+
+
+@functools.lru_cache(maxsize=1)
+def pinned() -> dict:
+    """Upstream repository, commit and SHA256 of every file (benchmarks/mrni/pinned.json)."""
+    return json.loads(resources.files("fairsweep.benchmarks.mrni").joinpath("pinned.json").read_text("utf-8"))
+
+
+def default_base_url() -> str:
+    p = pinned()
+    return f"https://raw.githubusercontent.com/{p['repository']}/{p['commit']}/{p['folder']}"
+
+
+def cache_dir() -> Path:
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return root / "fairsweep" / "mrni-bb" / pinned()["commit"]
+
+
+def resolve_data_dir(flag: str | None = None, configured: str | None = None) -> Path:
+    """The first data directory given (flag, env, config), else the fetch cache; verified."""
+    for candidate, origin in ((flag, "--data-dir"), (os.environ.get(ENV_DIR), f"${ENV_DIR}"),
+                              (configured, "data_dir in the config")):
+        if candidate:
+            path = Path(candidate).expanduser()
+            if not path.is_dir():
+                raise DataError(f"MRNI-BB data directory {path} (from {origin}) does not exist: fix the path "
+                                f"or run `fairsweep data fetch`")
+            return path
+    path = cache_dir()
+    if not path.is_dir():
+        raise DataError(f"MRNI-BB data not found: run `fairsweep data fetch`, or pass --data-dir DIR "
+                        f"(or set {ENV_DIR}) to a copy of the upstream data/ folder")
+    return path
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def verify(data_dir: Path) -> list[str]:
+    """Problems with the files in data_dir (missing, wrong checksum); empty when all are right."""
+    problems = []
+    for rel, expected in sorted(pinned()["sha256"].items()):
+        path = data_dir / rel
+        if not path.is_file():
+            problems.append(f"{rel}: missing")
+        elif sha256_file(path) != expected:
+            problems.append(f"{rel}: checksum mismatch")
+    return problems
+
+
+def require_verified(data_dir: Path) -> None:
+    problems = verify(data_dir)
+    if problems:
+        shown = "; ".join(problems[:3]) + (f" (+{len(problems) - 3} more)" if len(problems) > 3 else "")
+        raise DataError(f"MRNI-BB data in {data_dir} is not the pinned release ({shown}): "
+                        f"run `fairsweep data fetch` or point --data-dir at an intact copy")
+
+
+def fetch(dest: Path | None = None, base_url: str | None = None, timeout_s: float = 60) -> Path:
+    """Download every pinned file, verify it, and move the whole set into place at once."""
+    dest = dest or cache_dir()
+    base_url = (base_url or os.environ.get(ENV_URL) or default_base_url()).rstrip("/")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".mrni-fetch-", dir=dest.parent))
+    try:
+        for rel, expected in sorted(pinned()["sha256"].items()):
+            target = staging / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            _download(f"{base_url}/{rel}", target, timeout_s)
+            if sha256_file(target) != expected:
+                raise DataError(f"downloaded {rel} does not match its pinned SHA256: the source at {base_url} "
+                                f"is not the pinned commit; nothing was installed")
+        if dest.exists():
+            shutil.rmtree(dest)
+        staging.rename(dest)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return dest
+
+
+def _download(url: str, target: Path, timeout_s: float) -> None:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as resp, open(target, "wb") as out:
+            shutil.copyfileobj(resp, out)
+    except (urllib.error.URLError, OSError) as exc:
+        raise DataError(f"could not download {url} ({exc}): check the network, or pass --data-dir to a local "
+                        f"copy; nothing was installed") from None
+
+
+def read_tsv(path: Path) -> list[dict[str, str]]:
+    """A TSV with quoted multi-line fields (the `prompt` column), read with a real parser."""
+    csv.field_size_limit(1 << 24)
+    with open(path, encoding="utf-8", newline="") as fh:
+        return list(csv.DictReader(fh, delimiter="\t"))
+
+
+def expanded_path(data_dir: Path, language: str, subscale: str) -> Path:
+    return data_dir / language.upper() / "all_conditions" / f"{subscale}_MNRI-BB_{language}_all.tsv"
+
+
+def load_expanded(data_dir: Path) -> list[tuple[str, str, dict[str, str]]]:
+    """(language, subscale, row) for all 4,704 prompts, in the fixed order: language (en, it),
+    subscale file (AF, D, IOS, NTSM, RE, SRTMS, T), then row order within the file."""
+    require_verified(data_dir)
+    return [(lang, sub, row) for lang in LANGUAGES for sub in SUBSCALES
+            for row in read_tsv(expanded_path(data_dir, lang, sub))]

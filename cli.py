@@ -1,0 +1,162 @@
+"""fairsweep command line: run, status, query, export, data, sim-server.
+
+Every command takes --config sweep.toml and reads the DB and run from it; flags override it.
+Exit codes: 0 done, 1 work still missing, 2 a problem you can fix (message says how), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import traceback
+
+from . import __version__
+from .config import SweepConfig, load_config, model_from_flag, with_overrides
+from .errors import FairsweepError
+
+EXIT_OK, EXIT_INCOMPLETE, EXIT_USER, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", help="sweep TOML file (db, run, benchmarks, [[models]])")
+    parser.add_argument("--db", help="DuckDB results file (default from the config, else fairsweep.duckdb)")
+    parser.add_argument("--run", help="run name: the same DB and run name resume the same run")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="fairsweep", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"fairsweep {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run or resume a sweep")
+    _common(run)
+    run.add_argument("--bench", action="append", help="benchmark to run (repeatable): mrni")
+    run.add_argument("--model", action="append", help="model id, e.g. local/smollm2, openai/gpt-4o-mini, "
+                     "or NAME=MODEL@API_BASE for an OpenAI-compatible server (repeatable; replaces [[models]])")
+    run.add_argument("--limit", type=int, help="only the first N prompts of each benchmark (fixed order)")
+    run.add_argument("--sample", type=int, help="a stratified sample of N prompts per benchmark")
+    run.add_argument("--seed", type=int, help="seed for --sample (default 0)")
+    run.add_argument("--data-dir", help="MRNI-BB data folder (else $FAIRSWEEP_MRNI_DIR, config, fetch cache)")
+    run.add_argument("--no-progress", action="store_true", help="no live progress bar")
+
+    status = sub.add_parser("status", help="progress, errors, retries, 429s and tokens per run and model")
+    _common(status)
+
+    query = sub.add_parser("query", help="run SQL on the results DB (read-only)")
+    _common(query)
+    query.add_argument("sql", help="SQL text, e.g. \"SELECT * FROM results LIMIT 5\"")
+    query.add_argument("--format", choices=("table", "csv", "json"), default="table")
+
+    export = sub.add_parser("export", help="write a run's tables as Parquet and CSV")
+    _common(export)
+    export.add_argument("--out", required=True, help="output directory")
+    export.add_argument("--format", choices=("parquet", "csv", "both"), default="both")
+
+    data = sub.add_parser("data", help="MRNI-BB data: fetch at the pinned commit, or verify a copy")
+    data.add_argument("action", choices=("fetch", "verify"))
+    data.add_argument("--data-dir", help="fetch: where to put it (default: the cache); verify: what to check")
+    data.add_argument("--base-url", help="fetch from a mirror of the upstream data/ folder")
+    data.add_argument("--debug", action="store_true")
+
+    sim = sub.add_parser("sim-server", help="the simulated OpenAI-compatible provider (tests, demos)",
+                         add_help=False)
+    sim.add_argument("sim_args", nargs=argparse.REMAINDER)
+    return parser
+
+
+def resolve_config(args: argparse.Namespace) -> SweepConfig:
+    """The config file (if any) with the command-line flags applied over it."""
+    config = load_config(args.config) if getattr(args, "config", None) else SweepConfig()
+    overrides = {"db": args.db, "run": args.run}
+    if getattr(args, "bench", None):
+        overrides["benchmarks"] = [b for value in args.bench for b in value.split(",") if b]
+    if getattr(args, "model", None):
+        overrides["models"] = [model_from_flag(spec) for spec in args.model]
+    for name in ("limit", "sample", "seed"):
+        overrides[name] = getattr(args, name, None)
+    return with_overrides(config, **overrides)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["sim-server"]:
+        from .providers.sim_server import main as sim_main
+        return sim_main(argv[1:]) or 0
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args, argv)
+    except FairsweepError as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"fairsweep: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("fairsweep: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
+    from .benchmarks.registry import load_prompts
+    from .engine.runner import run_sweep
+    from .console import print_run_summary
+
+    config = resolve_config(args)
+    prompts = load_prompts(config, args.data_dir)
+    command = "fairsweep " + shlex.join(argv)
+    outcome = run_sweep(config, prompts, command=command, progress=not args.no_progress)
+    print_run_summary(outcome, command)
+    if outcome.interrupted:
+        return EXIT_INTERRUPTED
+    return EXIT_OK if outcome.complete else EXIT_INCOMPLETE
+
+
+def cmd_status(args: argparse.Namespace, argv: list[str]) -> int:
+    from .console import print_status
+    config = resolve_config(args)
+    print_status(config.db, args.run if args.run or args.config else None)
+    return EXIT_OK
+
+
+def cmd_query(args: argparse.Namespace, argv: list[str]) -> int:
+    from .console import run_query
+    config = resolve_config(args)
+    run_query(config.db, args.sql, args.format)
+    return EXIT_OK
+
+
+def cmd_export(args: argparse.Namespace, argv: list[str]) -> int:
+    from .storage.export import export_run
+    config = resolve_config(args)
+    for path in export_run(config.db, config.run if (args.run or args.config) else None, args.out, args.format):
+        print(path)
+    return EXIT_OK
+
+
+def cmd_data(args: argparse.Namespace, argv: list[str]) -> int:
+    from pathlib import Path
+
+    from .benchmarks.mrni import data
+
+    if args.action == "fetch":
+        dest = data.fetch(Path(args.data_dir) if args.data_dir else None, args.base_url)
+        print(f"MRNI-BB data verified and stored in {dest}")
+        return EXIT_OK
+    target = data.resolve_data_dir(args.data_dir)
+    problems = data.verify(target)
+    for problem in problems:
+        print(f"{target}: {problem}", file=sys.stderr)
+    if problems:
+        print(f"fairsweep: error: {len(problems)} file(s) differ from the pinned release: "
+              f"run `fairsweep data fetch`", file=sys.stderr)
+        return EXIT_USER
+    print(f"MRNI-BB data in {target}: all {len(data.pinned()['sha256'])} files match the pinned commit")
+    return EXIT_OK
+
+
+COMMANDS = {"run": cmd_run, "status": cmd_status, "query": cmd_query, "export": cmd_export, "data": cmd_data}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

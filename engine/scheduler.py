@@ -1,0 +1,126 @@
+"""The async scheduler: per-model worker pools over a queue of work items, sharing per-key limiters.
+
+The retry loop lives here (tenacity) and nowhere else: providers only classify failures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, wait_random_exponential
+
+from ..config import ModelSpec
+from ..providers.base import (AuthError, ChatRequest, PermanentError, Provider, ProviderFailure, RateLimitedError,
+                              TransientError)
+from .attempts import AttemptRecorder, now_utc
+from .limiter import ProviderLimiter
+from .work import WorkItem
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Transient failures: up to max_attempts tries with full-jitter exponential backoff.
+    Rate limits: unlimited tries; the limiter's cool-down does the waiting."""
+
+    max_attempts: int = 6
+    backoff_initial_s: float = 0.25
+    backoff_max_s: float = 20.0
+
+
+@dataclass
+class ModelQueue:
+    """One model's remaining work and what happened to it in this session."""
+
+    spec: ModelSpec
+    provider: Provider
+    limiter: ProviderLimiter
+    items: deque[WorkItem]
+    stored: int = 0
+    failed: int = 0
+    gave_up: int = 0
+    stopped: str | None = None
+    in_flight: int = 0
+    last_errors: dict[str, str] = field(default_factory=dict)
+
+
+def estimate_tokens(item: WorkItem) -> int:
+    """Prompt chars / 4 plus the output allowance: what providers count at admission."""
+    chars = sum(len(str(m.get("content", ""))) for m in item.prompt.messages)
+    return chars // 4 + 1 + int(item.params.get("max_tokens") or 0)
+
+
+class Scheduler:
+    """Runs every queue to completion (or until a model is stopped) under structured concurrency."""
+
+    def __init__(self, queues: list[ModelQueue], recorder: AttemptRecorder, policy: RetryPolicy):
+        self.queues = queues
+        self.recorder = recorder
+        self.policy = policy
+        self._backoff = wait_random_exponential(multiplier=policy.backoff_initial_s, max=policy.backoff_max_s)
+
+    async def run(self) -> None:
+        async with asyncio.TaskGroup() as group:
+            for queue in self.queues:
+                for _ in range(min(queue.spec.max_concurrency, len(queue.items))):
+                    group.create_task(self._worker(queue))
+
+    async def _worker(self, queue: ModelQueue) -> None:
+        while queue.items and queue.stopped is None:
+            item = queue.items.popleft()
+            queue.in_flight += 1
+            try:
+                await self._send(queue, item)
+            finally:
+                queue.in_flight -= 1
+
+    async def _send(self, queue: ModelQueue, item: WorkItem) -> None:
+        transient = [0]
+
+        def stop(state: RetryCallState) -> bool:
+            if isinstance(state.outcome.exception(), RateLimitedError):
+                return False
+            transient[0] += 1
+            return transient[0] >= self.policy.max_attempts
+
+        def wait(state: RetryCallState) -> float:
+            return 0.0 if isinstance(state.outcome.exception(), RateLimitedError) else self._backoff(state)
+
+        retrying = AsyncRetrying(retry=retry_if_exception_type((TransientError, RateLimitedError)),
+                                 stop=stop, wait=wait, reraise=True)
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    await self._attempt(queue, item, attempt.retry_state.attempt_number)
+            queue.stored += 1
+        except PermanentError as exc:
+            queue.failed += 1
+            queue.last_errors[exc.error_class] = exc.message
+        except AuthError as exc:
+            if queue.stopped is None:
+                queue.stopped = exc.message
+        except TransientError as exc:
+            queue.gave_up += 1
+            queue.last_errors[exc.error_class] = exc.message
+
+    async def _attempt(self, queue: ModelQueue, item: WorkItem, attempt_no: int) -> None:
+        request = ChatRequest(model=queue.spec.model, messages=list(item.prompt.messages), params=item.params,
+                              timeout_s=queue.spec.timeout_s)
+        async with queue.limiter.slot(estimate_tokens(item)) as lease:
+            if queue.stopped is not None:  # another worker hit an auth failure while we waited
+                raise AuthError(queue.stopped, error_class="auth")
+            started, t0 = now_utc(), time.perf_counter()
+            try:
+                completion = await queue.provider.complete(request)
+            except ProviderFailure as failure:
+                self.recorder.failure(item, attempt_no, started, (time.perf_counter() - t0) * 1000, failure)
+                if isinstance(failure, RateLimitedError):
+                    queue.limiter.on_rate_limited(lease, failure.retry_after)
+                raise
+            if completion.prompt_tokens is not None:
+                lease.actual_tokens = completion.prompt_tokens + max(
+                    completion.completion_tokens or 0, int(item.params.get("max_tokens") or 0))
+        queue.limiter.on_success()
+        self.recorder.success(item, attempt_no, started, (time.perf_counter() - t0) * 1000, completion)

@@ -1,0 +1,58 @@
+"""Work items: what the engine runs. It knows prompts and parameters, never benchmarks."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from ..config import ModelSpec
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A benchmark prompt: a stable key, the chat messages, and metadata for the SQL views."""
+
+    benchmark: str
+    key: str
+    messages: tuple[dict[str, Any], ...]
+    metadata: dict[str, Any]
+
+    @property
+    def prompt_hash(self) -> str:
+        return hashlib.sha256(canonical_json(list(self.messages)).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    """One request to send: (run, model, prompt, sample) with its generation parameters."""
+
+    request_id: str
+    run: str
+    model: str
+    prompt: Prompt
+    sample: int
+    params: dict[str, Any]
+    ordinal: int
+
+
+def request_id(run: str, model: str, prompt: Prompt, sample: int, params: dict[str, Any]) -> str:
+    """Idempotency key: the same run, model, prompt, sample and parameters give the same id."""
+    key = canonical_json([run, model, prompt.benchmark, prompt.key, prompt.prompt_hash, sample, params])
+    return hashlib.sha256(key.encode()).hexdigest()[:32]
+
+
+def plan_items(run: str, spec: ModelSpec, prompts: list[Prompt]) -> list[WorkItem]:
+    """Every (prompt, sample) for one model, in the prompts' order (sample-major within a prompt)."""
+    params = spec.generation_params()
+    items = []
+    for ordinal, prompt in enumerate(prompts):
+        for sample in range(spec.samples):
+            rid = request_id(run, spec.name, prompt, sample, params)
+            items.append(WorkItem(rid, run, spec.name, prompt, sample, params, ordinal))
+    return items

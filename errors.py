@@ -1,0 +1,40 @@
+"""User-fixable errors. Each message names the problem and the fix; the CLI prints it on one line."""
+
+import re
+
+
+class FairsweepError(Exception):
+    """Base class for errors a user can fix (bad config, missing data, locked DB...)."""
+
+    exit_code = 2
+
+
+class ConfigError(FairsweepError):
+    """The configuration or the command-line flags are wrong."""
+
+
+class DataError(FairsweepError):
+    """Benchmark data is missing, incomplete or does not match its checksums."""
+
+
+class DatabaseError(FairsweepError):
+    """The DuckDB file cannot be opened as asked (locked by another process, missing, ...)."""
+
+
+class RunConflictError(FairsweepError):
+    """A run of that name exists with a different configuration."""
+
+
+class MissingDependencyError(FairsweepError):
+    """An optional package needed for this model or feature is not installed."""
+
+
+_KEY_PATTERNS = re.compile(r"(sk-[A-Za-z0-9_\-]{8,}|AKIA[0-9A-Z]{16}|Bearer\s+[A-Za-z0-9_\-\.]{8,})")
+
+
+def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
+    """Remove secret values (and anything shaped like an API key) from text bound for logs or the DB."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "[REDACTED]")
+    return _KEY_PATTERNS.sub("[REDACTED]", text)

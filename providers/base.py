@@ -1,0 +1,78 @@
+"""What every provider adapter speaks: one request in, a Completion or a classified failure out.
+
+Adapters never sleep or retry; the engine owns retries, pacing and limits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """One chat-completions call: provider model id, messages, generation parameters."""
+
+    model: str
+    messages: list[dict[str, Any]]
+    params: dict[str, Any] = field(default_factory=dict)
+    timeout_s: float = 60.0
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A usable answer, with whatever usage and provenance the provider reported."""
+
+    text: str
+    finish_reason: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cost_usd: float | None = None
+    provider_model: str | None = None
+    system_fingerprint: str | None = None
+
+
+class ProviderFailure(Exception):
+    """A failed call, classified so the engine knows what to do with it."""
+
+    kind = "transient"
+
+    def __init__(self, message: str, *, error_class: str = "error", http_status: int | None = None,
+                 retry_after: float | None = None):
+        super().__init__(message)
+        self.message = message
+        self.error_class = error_class
+        self.http_status = http_status
+        self.retry_after = retry_after
+
+
+class TransientError(ProviderFailure):
+    """Worth retrying after a backoff: timeouts, resets, 5xx, malformed bodies."""
+
+    kind = "transient"
+
+
+class RateLimitedError(ProviderFailure):
+    """429 or equivalent: wait (retry_after seconds if the provider said) and send again."""
+
+    kind = "rate_limited"
+
+
+class PermanentError(ProviderFailure):
+    """Sending again cannot help: invalid request, context too long, unknown model."""
+
+    kind = "permanent"
+
+
+class AuthError(ProviderFailure):
+    """Credentials missing or refused: the model's queue stops."""
+
+    kind = "auth"
+
+
+class Provider(Protocol):
+    """A provider adapter: one call, classified failures, no retries."""
+
+    async def complete(self, request: ChatRequest) -> Completion: ...
+
+    async def aclose(self) -> None: ...

@@ -1,0 +1,43 @@
+"""Prices from litellm's packaged price map, read as data (no litellm import, no network)."""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+from pathlib import Path
+
+PRICE_FILE = "model_prices_and_context_window_backup.json"
+
+
+@functools.lru_cache(maxsize=1)
+def price_map() -> dict:
+    """litellm's offline price map, or {} when litellm is not installed."""
+    spec = importlib.util.find_spec("litellm")
+    if spec is None or not spec.submodule_search_locations:
+        return {}
+    path = Path(list(spec.submodule_search_locations)[0]) / PRICE_FILE
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def model_price(model: str | None) -> dict | None:
+    """Per-token prices for a litellm model id ('openai/gpt-4o-mini' or 'gpt-4o-mini'), if known."""
+    if not model:
+        return None
+    prices = price_map()
+    for key in (model, model.split("/", 1)[-1]):
+        entry = prices.get(key)
+        if entry and "input_cost_per_token" in entry:
+            return entry
+    return None
+
+
+def cost_usd(model: str | None, prompt_tokens: int | None, completion_tokens: int | None) -> float | None:
+    """Cost of one call; None when the price or the usage is unknown (never a silent zero)."""
+    entry = model_price(model)
+    if entry is None or prompt_tokens is None or completion_tokens is None:
+        return None
+    return prompt_tokens * entry["input_cost_per_token"] + completion_tokens * entry.get("output_cost_per_token", 0.0)

@@ -1,0 +1,118 @@
+"""The single writer: batches attempts and responses and commits them from a background thread.
+
+The event loop only appends tuples under a lock (microseconds); a flush happens when `flush_rows`
+rows wait or `flush_ms` passed. Every insert is keyed, so writing a batch twice changes nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import duckdb
+
+ATTEMPT_COLUMNS = ("attempt_id", "request_id", "session_id", "attempt_no", "started_at", "latency_ms",
+                   "outcome", "error_class", "http_status", "retry_after_s", "error_message",
+                   "prompt_tokens", "completion_tokens")
+RESPONSE_COLUMNS = ("request_id", "attempt_id", "text", "finish_reason", "prompt_tokens",
+                    "completion_tokens", "cost_usd", "provider_model", "system_fingerprint",
+                    "latency_ms", "received_at")
+# Attempts first: a response never lands without the attempt that produced it.
+TABLES = {"attempts": ATTEMPT_COLUMNS, "responses": RESPONSE_COLUMNS}
+
+
+def insert_rows(conn: duckdb.DuckDBPyConnection, table: str, columns: tuple[str, ...], rows: list[tuple]) -> None:
+    """Idempotent bulk insert: one UNNEST per column is ~100x faster than executemany in DuckDB."""
+    if not rows:
+        return
+    select = ", ".join(f"unnest(${i + 1})" for i in range(len(columns)))
+    conn.execute(f"INSERT OR IGNORE INTO {table} ({', '.join(columns)}) SELECT {select}",
+                 [list(col) for col in zip(*rows)])
+
+
+class BatchWriter:
+    """Thread-backed batched writer with a row and a time flush window."""
+
+    def __init__(self, conn: duckdb.DuckDBPyConnection, *, flush_rows: int = 512, flush_ms: int = 200):
+        self._conn = conn.cursor()  # its own connection to the same database, for this thread
+        self._flush_rows = flush_rows
+        self._flush_s = flush_ms / 1000
+        self._pending: dict[str, list[tuple]] = {t: [] for t in TABLES}
+        self._count = 0
+        self._cond = threading.Condition()
+        self._closing = False
+        self._error: BaseException | None = None
+        self._flushed_seq = 0
+        self._submitted_seq = 0
+        self.rows_written = 0
+        self._thread = threading.Thread(target=self._loop, name="fairsweep-writer", daemon=True)
+        self._thread.start()
+
+    def add(self, table: str, row: tuple) -> None:
+        """Queue one row (never blocks on I/O). Raises if an earlier flush failed."""
+        if self._error:
+            raise RuntimeError(f"the result writer failed: {self._error}") from self._error
+        with self._cond:
+            self._pending[table].append(row)
+            self._count += 1
+            self._submitted_seq += 1
+            if self._count >= self._flush_rows:
+                self._cond.notify()
+
+    def flush(self, timeout: float | None = 60) -> None:
+        """Block until everything queued so far is committed."""
+        with self._cond:
+            target = self._submitted_seq
+            self._cond.notify()
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while self._flushed_seq < target and not self._error:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise TimeoutError("result writer did not flush in time")
+                self._cond.wait(remaining)
+        if self._error:
+            raise RuntimeError(f"the result writer failed: {self._error}") from self._error
+
+    def close(self) -> None:
+        """Flush and stop the thread."""
+        with self._cond:
+            self._closing = True
+            self._cond.notify()
+        self._thread.join()
+        if self._error:
+            raise RuntimeError(f"the result writer failed: {self._error}") from self._error
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                if not self._closing and self._count < self._flush_rows:
+                    self._cond.wait(self._flush_s)
+                batch, seq = self._pending, self._submitted_seq
+                self._pending = {t: [] for t in TABLES}
+                self._count = 0
+                closing = self._closing
+            try:
+                self._write(batch)
+            except BaseException as exc:  # surfaced to the event loop on its next add/flush
+                with self._cond:
+                    self._error = exc
+                    self._cond.notify_all()
+                return
+            with self._cond:
+                self._flushed_seq = seq
+                self._cond.notify_all()
+            if closing:
+                return
+
+    def _write(self, batch: dict[str, list[tuple]]) -> None:
+        if not any(batch.values()):
+            return
+        self._conn.execute("BEGIN TRANSACTION")
+        try:
+            for table, columns in TABLES.items():
+                insert_rows(self._conn, table, columns, batch[table])
+            self._conn.execute("COMMIT")
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self.rows_written += sum(len(rows) for rows in batch.values())

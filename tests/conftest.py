@@ -1,0 +1,45 @@
+"""Shared fixtures: the MRNI-BB fixture directory, a fresh DuckDB path, synthetic prompts, the sim server."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from fairsweep.providers.sim_server import SimServerProcess
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def mrni_dir() -> Path:
+    """The MRNI-BB fixture: $FAIRSWEEP_MRNI_DIR (CI sets it to ../shared/data/mrni-bb)."""
+    value = os.environ.get("FAIRSWEEP_MRNI_DIR")
+    if not value:
+        pytest.fail("set FAIRSWEEP_MRNI_DIR to the MRNI-BB data folder (e.g. ../shared/data/mrni-bb)")
+    path = Path(value)
+    if not path.is_dir():
+        pytest.fail(f"FAIRSWEEP_MRNI_DIR={value} is not a directory")
+    return path
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> str:
+    return str(tmp_path / "results.duckdb")
+
+
+@pytest.fixture
+def sim():
+    """Factory: sim(args...) starts a simulated provider on 127.0.0.1 for the test's duration."""
+    servers: list[SimServerProcess] = []
+
+    def start(*args: str) -> SimServerProcess:
+        server = SimServerProcess(list(args))
+        server.start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()

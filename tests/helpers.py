@@ -1,0 +1,42 @@
+"""Helpers shared by tests: synthetic prompts, sim-backed model specs, sweep configs, CLI invocations."""
+
+from __future__ import annotations
+
+import sys
+
+import duckdb
+
+from fairsweep.config import ModelSpec, SweepConfig
+from fairsweep.engine.work import Prompt
+from fairsweep.providers.sim_server import SimServerProcess
+
+
+def make_prompts(n: int, benchmark: str = "toy", words: int = 8) -> list[Prompt]:
+    """n distinct single-turn prompts with stable keys."""
+    return [Prompt(benchmark, f"p{i:05d}",
+                   ({"role": "user", "content": f"Question {i}: " + " ".join(["word"] * words)},),
+                   {"i": i, "stratum": f"s{i % 3}"}) for i in range(n)]
+
+
+def sim_model(server: SimServerProcess, name: str = "sim", **fields) -> ModelSpec:
+    fields.setdefault("max_concurrency", 8)
+    fields.setdefault("timeout_s", 5.0)
+    return ModelSpec(name=name, model=fields.pop("model", "sim-model"), api_base=server.base_url, **fields)
+
+
+def sweep(db: str, models: list[ModelSpec], run: str = "r1", **fields) -> SweepConfig:
+    fields.setdefault("flush_ms", 50)
+    return SweepConfig(db=db, run=run, benchmarks=("mrni",), models=tuple(models), **fields)
+
+
+def fairsweep_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "fairsweep.cli", *args]
+
+
+def rows(db: str, sql: str, params=None):
+    """Query a results DB read-only."""
+    conn = duckdb.connect(db, read_only=True)
+    try:
+        return conn.execute(sql, params or []).fetchall()
+    finally:
+        conn.close()

@@ -71,7 +71,7 @@ class SweepConfig:
     sample: int | None = None
     seed: int = 0
     flush_rows: int = 512
-    flush_ms: int = 200
+    flush_ms: int = 1000
     max_attempts: int = 6
 
     def identity(self) -> dict[str, Any]:

@@ -6,14 +6,17 @@ import csv
 import json
 import sys
 
+import duckdb
 from rich.console import Console
 from rich.table import Table
 
 from .engine.runner import RunOutcome
+from .errors import QueryError
 from .storage.db import open_db
 
-_out = Console()
-_err = Console(stderr=True)
+# Wide when piped: tables are for reading, not for an 80-column default.
+_out = Console(width=None if sys.stdout.isatty() else 200)
+_err = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
 
 
 def print_run_summary(outcome: RunOutcome, command: str) -> None:
@@ -35,26 +38,30 @@ def print_run_summary(outcome: RunOutcome, command: str) -> None:
             _err.print(f"{m.name}: {m.failed} permanent failure(s) stored (see `fairsweep query \"SELECT * FROM "
                        f"attempt_errors\"`)")
     if outcome.interrupted:
-        _err.print(f"[yellow]interrupted: everything that arrived is stored. Resume with:[/yellow]\n  {command}")
+        _err.print("[yellow]interrupted: everything that arrived is stored. Resume with:[/yellow]")
     elif not outcome.complete:
-        _err.print(f"[yellow]incomplete: the missing requests are not stored. Resume with:[/yellow]\n  {command}")
+        _err.print("[yellow]incomplete: the missing requests are not stored. Resume with:[/yellow]")
+    if not outcome.complete:
+        print(f"  {command}", file=sys.stderr, flush=True)  # plain print: never wrapped, copy-pasteable
 
 
 def print_status(db: str, run: str | None) -> None:
+    """Per run and model: done / total, failures, pending, retries, 429s, tokens, cost; then errors by class."""
     conn = open_db(db, read_only=True)
     try:
         where, params = ("WHERE run = ?", [run]) if run else ("", [])
         rows = conn.execute(f"SELECT * FROM run_status {where} ORDER BY run, model", params).fetchall()
-        cols = [d[0] for d in conn.description]
         errors = conn.execute(f"SELECT run, model, outcome, error_class, n FROM attempt_errors {where} "
                               f"ORDER BY run, model, n DESC", params).fetchall()
     finally:
         conn.close()
     table = Table(title=f"fairsweep status ({db})")
-    for col in cols:
-        table.add_column(col)
-    for row in rows:
-        table.add_row(*("" if v is None else (f"{v:.4f}" if isinstance(v, float) else str(v)) for v in row))
+    for col in ("run", "model", "done / total", "failed", "pending", "retries", "429s", "tokens in/out", "cost $"):
+        table.add_column(col, justify="left" if col in ("run", "model") else "right")
+    for run_name, model, total, done, failed, pending, _attempts, retries, http_429, tin, tout, cost in rows:
+        pct = f"{100 * done / total:.1f}%" if total else "-"
+        table.add_row(run_name, model, f"{done} / {total} ({pct})", str(failed), str(pending), str(retries),
+                      str(http_429), f"{tin or 0} / {tout or 0}", "unknown" if cost is None else f"{cost:.4f}")
     _out.print(table)
     if errors:
         err_table = Table(title="failed attempts by class")
@@ -71,6 +78,9 @@ def run_query(db: str, sql: str, fmt: str) -> None:
         cursor = conn.execute(sql)
         cols = [d[0] for d in cursor.description] if cursor.description else []
         rows = cursor.fetchall() if cols else []
+    except duckdb.Error as exc:
+        first_line = str(exc).strip().splitlines()[0]
+        raise QueryError(f"the query failed ({first_line}): see the README's schema for tables and views") from None
     finally:
         conn.close()
     if fmt == "csv":

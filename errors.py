@@ -25,6 +25,10 @@ class RunConflictError(FairsweepError):
     """A run of that name exists with a different configuration."""
 
 
+class QueryError(FairsweepError):
+    """SQL given to `fairsweep query` did not run."""
+
+
 class MissingDependencyError(FairsweepError):
     """An optional package needed for this model or feature is not installed."""
 

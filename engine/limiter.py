@@ -7,6 +7,7 @@ never dropped.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import deque
 from contextlib import asynccontextmanager
@@ -15,40 +16,52 @@ from typing import AsyncIterator
 
 from asyncio_throttle import Throttler
 
+log = logging.getLogger(__name__)
+
 # Pace a little under the declared limit: the server counts arrivals, which jitter by a few ms.
-SAFETY = 0.98
+SAFETY = 0.99
 # Slice the quota into ~100 ms windows so a minute's quota is never sent in one burst.
 SLICE_S = 0.1
-# Adaptive (undeclared) limits: multiplicative decrease on 429, a slow (~0.25%/s) probe upward.
-DECREASE = 0.95
-INCREASE_PER_SUCCESS = 0.0025
 # Cool-down when a 429 carries no hint: doubled on each consecutive hint-less 429, capped.
 DEFAULT_COOLDOWN_S = 1.0
 MAX_COOLDOWN_S = 60.0
 
 
 class RatePacer:
-    """Requests per second, paced smoothly: asyncio-throttle's sliding window over ~100 ms slices.
+    """Requests per second, spaced evenly; never a burst, not even after the event loop stalled.
 
-    One task at a time polls the throttler (the lock), so waiting costs no CPU per queued request.
+    Spacing (GCRA): one waiter at a time sleeps until the next slot, then books the following one
+    1/rate after it (after the current time when it did not have to wait, so idling or a stall never
+    turns into a burst).
+    No polling: one timer per request. asyncio-throttle's sliding window stays as a hard cap on top
+    (it never binds while the spacing works, so it never has to poll).
     """
 
     def __init__(self, rate_per_s: float):
         self._lock = asyncio.Lock()
         self._throttler = Throttler(rate_limit=1)
+        self._next_slot = 0.0
         self.rate = 0.0
         self.set_rate(rate_per_s)
 
     def set_rate(self, rate_per_s: float) -> None:
         self.rate = max(rate_per_s, 0.01)
         burst = max(1, int(self.rate * SLICE_S))
-        period = burst / self.rate
-        self._throttler.rate_limit = burst
-        self._throttler.period = period
-        self._throttler.retry_interval = min(0.01, period / 10)
+        # One send of slack over the pace, so timer jitter in the spacing never makes the cap bind.
+        self._throttler.rate_limit = burst + 1
+        self._throttler.period = burst / self.rate
+        self._throttler.retry_interval = min(0.01, 1 / (4 * self.rate))
 
     async def acquire(self) -> None:
         async with self._lock:
+            slot = self._next_slot
+            now = time.monotonic()
+            if slot > now:
+                await asyncio.sleep(slot - now)
+                base = slot  # timer overshoot does not slow the pace down
+            else:
+                base = now  # idle or late: the next slot is one interval from now, never a catch-up burst
+            self._next_slot = base + 1 / self.rate
             await self._throttler.acquire()
 
 
@@ -79,6 +92,65 @@ class TokenBudget:
         """Correct the reservation once the provider reported real usage."""
         self._refill()
         self.level -= actual - estimated
+
+
+class AdaptiveRate:
+    """Learns an undeclared rate limit from 429s (for keys with no rpm in the config).
+
+    The first 429 comes while sending unpaced, so the rate admitted until then is only a rough
+    guess: from it, grow fast (SLOW_START_PER_S) until the next 429. From then on, a 429 marks the
+    refused pace (or the rate the server admitted, if lower) as the ceiling and drops to DECREASE x
+    ceiling; the pace recovers
+    quickly to just under the ceiling, and above it probes upward slowly at first, doubling the probe
+    speed every PROBE_DOUBLING_S without a 429 (in case the limit rose).
+    """
+
+    DECREASE = 0.9
+    SLOW_START_PER_S = 0.25
+    RECOVER_PER_S = 0.05
+    NEAR_CEILING = 0.97
+    PROBE_PER_S = 0.0025
+    PROBE_DOUBLING_S = 10.0
+    PROBE_MAX_PER_S = 0.10
+
+    def __init__(self) -> None:
+        now = time.monotonic()
+        self.ceiling: float | None = None
+        self._last_429 = now
+        self._last_update = now
+        self._successes: deque[float] = deque()
+
+    def on_success(self, pacer: RatePacer | None, now: float) -> None:
+        self._successes.append(now)
+        while now - self._successes[0] > 2.0:
+            self._successes.popleft()
+        if pacer is None:
+            return
+        dt, self._last_update = now - self._last_update, now
+        pacer.set_rate(pacer.rate * (1 + self._growth_per_s(pacer.rate, now) * dt))
+
+    def _growth_per_s(self, rate: float, now: float) -> float:
+        if self.ceiling is None:
+            return self.SLOW_START_PER_S
+        if rate < self.NEAR_CEILING * self.ceiling:
+            return self.RECOVER_PER_S
+        doublings = (now - self._last_429) / self.PROBE_DOUBLING_S
+        return min(self.PROBE_MAX_PER_S, self.PROBE_PER_S * 2 ** doublings)
+
+    def refused_at(self, pacer: RatePacer | None, now: float) -> float:
+        """The new pacing rate after a 429."""
+        self._last_429 = self._last_update = now
+        if pacer is None:  # unpaced so far: a rough guess, refined by slow start
+            return max(0.05, self.DECREASE * self.admitted_rate(now))
+        # Refused at this pace; what the server let through over the last seconds bounds it too.
+        self.ceiling = min(pacer.rate, max(self.admitted_rate(now), 0.5 * pacer.rate))
+        return max(0.05, self.DECREASE * self.ceiling)
+
+    def admitted_rate(self, now: float) -> float:
+        """Successes per second over the last second or two (what the server actually admitted)."""
+        if not self._successes:
+            return 1.0
+        return len(self._successes) / max(1.0, now - self._successes[0])
 
 
 @dataclass
@@ -112,9 +184,9 @@ class ProviderLimiter:
         self._tokens = TokenBudget(self.tpm / 60 * SAFETY) if self.tpm else None
         self._adaptive = self.rpm is None
         self._cooldown_until = 0.0
+        self._adaptive_rate = AdaptiveRate() if self._adaptive else None
         self._last_decrease = 0.0
         self._hintless_streak = 0
-        self._successes: deque[float] = deque()
 
     @property
     def paced_rate(self) -> float | None:
@@ -126,8 +198,11 @@ class ProviderLimiter:
         """Wait for every limit, then hold a concurrency slot while the request is in flight."""
         async with self._slots:
             await self._wait_cooldown()
-            if self._pacer:
+            while self._pacer:
                 await self._pacer.acquire()
+                if self._cooldown_until <= time.monotonic():
+                    break
+                await self._wait_cooldown()  # a 429 arrived while we queued for a slot: wait, re-queue
             if self._tokens:
                 await self._tokens.acquire(estimated_tokens)
             lease = Lease(sent_at=time.monotonic(), estimated_tokens=estimated_tokens)
@@ -141,15 +216,8 @@ class ProviderLimiter:
 
     def on_success(self) -> None:
         self._hintless_streak = 0
-        if not self._adaptive:
-            return
-        now = time.monotonic()
-        self._successes.append(now)
-        while self._successes and now - self._successes[0] > 2.0:
-            self._successes.popleft()
-        if self._pacer:
-            # +g per success at ~rate successes/s grows the rate by g (0.25%) per second.
-            self._pacer.set_rate(self._pacer.rate + INCREASE_PER_SUCCESS)
+        if self._adaptive_rate:
+            self._adaptive_rate.on_success(self._pacer, time.monotonic())
 
     def on_rate_limited(self, lease: Lease, retry_after: float | None) -> None:
         """A 429: cool the whole key down as told, and slow down if we were guessing the limit."""
@@ -167,19 +235,12 @@ class ProviderLimiter:
 
     def _decrease(self, now: float) -> None:
         """One decrease per congestion epoch: 429s for requests sent before it don't count again."""
-        measured = self._measured_rate(now)
-        current = self._pacer.rate if self._pacer else measured
-        new_rate = max(0.05, min(current * DECREASE, measured * 0.97 if measured else current * DECREASE))
+        before = self._pacer.rate if self._pacer else None
+        new_rate = self._adaptive_rate.refused_at(self._pacer, now)
         if self._pacer:
             self._pacer.set_rate(new_rate)
         else:
             self._pacer = RatePacer(new_rate)
         self._last_decrease = now
         self.stats.decreases += 1
-
-    def _measured_rate(self, now: float) -> float:
-        """Successes per second over the last second or two (what the server actually admitted)."""
-        if not self._successes:
-            return 0.0
-        span = max(1.0, now - self._successes[0])
-        return len(self._successes) / span
+        log.debug("429: pacing %s -> %.2f req/s", f"{before:.2f}" if before else "unpaced", new_rate)

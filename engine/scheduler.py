@@ -77,23 +77,12 @@ class Scheduler:
                 queue.in_flight -= 1
 
     async def _send(self, queue: ModelQueue, item: WorkItem) -> None:
-        transient = [0]
-
-        def stop(state: RetryCallState) -> bool:
-            if isinstance(state.outcome.exception(), RateLimitedError):
-                return False
-            transient[0] += 1
-            return transient[0] >= self.policy.max_attempts
-
-        def wait(state: RetryCallState) -> float:
-            return 0.0 if isinstance(state.outcome.exception(), RateLimitedError) else self._backoff(state)
-
-        retrying = AsyncRetrying(retry=retry_if_exception_type((TransientError, RateLimitedError)),
-                                 stop=stop, wait=wait, reraise=True)
+        """Send one item until it is stored, fails for good, or runs out of transient retries."""
         try:
-            async for attempt in retrying:
-                with attempt:
-                    await self._attempt(queue, item, attempt.retry_state.attempt_number)
+            try:
+                await self._attempt(queue, item, 1)  # fast path: most calls need no retry machinery
+            except (TransientError, RateLimitedError) as first:
+                await self._retry(queue, item, first)
             queue.stored += 1
         except PermanentError as exc:
             queue.failed += 1
@@ -104,6 +93,29 @@ class Scheduler:
         except TransientError as exc:
             queue.gave_up += 1
             queue.last_errors[exc.error_class] = exc.message
+
+    async def _retry(self, queue: ModelQueue, item: WorkItem, first: ProviderFailure) -> None:
+        """The retry loop (tenacity). Attempt 1 replays the fast path's failure so that tenacity
+        counts it and waits after it like after any other attempt."""
+        transient = [0]
+
+        def stop(state: RetryCallState) -> bool:
+            if isinstance(state.outcome.exception(), RateLimitedError):
+                return False  # rate limits never use up the budget: the request just waits
+            transient[0] += 1
+            return transient[0] >= self.policy.max_attempts
+
+        def wait(state: RetryCallState) -> float:
+            return 0.0 if isinstance(state.outcome.exception(), RateLimitedError) else self._backoff(state)
+
+        retrying = AsyncRetrying(retry=retry_if_exception_type((TransientError, RateLimitedError)),
+                                 stop=stop, wait=wait, reraise=True)
+        async for attempt in retrying:
+            with attempt:
+                number = attempt.retry_state.attempt_number
+                if number == 1:
+                    raise first
+                await self._attempt(queue, item, number)
 
     async def _attempt(self, queue: ModelQueue, item: WorkItem, attempt_no: int) -> None:
         request = ChatRequest(model=queue.spec.model, messages=list(item.prompt.messages), params=item.params,

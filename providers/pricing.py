@@ -23,6 +23,7 @@ def price_map() -> dict:
         return {}
 
 
+@functools.lru_cache(maxsize=256)
 def model_price(model: str | None) -> dict | None:
     """Per-token prices for a litellm model id ('openai/gpt-4o-mini' or 'gpt-4o-mini'), if known."""
     if not model:

@@ -1,0 +1,98 @@
+"""MRNI-BB data: verification, fetching from a loopback mirror, loading and selection."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from helpers import fairsweep_cmd
+from fairsweep.benchmarks.mrni.data import fetch, load_expanded, verify
+from fairsweep.benchmarks.mrni.prompts import build_prompts
+from fairsweep.benchmarks.sampling import stratified_sample
+from fairsweep.errors import DataError
+
+
+@pytest.fixture
+def mirror():
+    """Serve a directory over HTTP on 127.0.0.1 (a stand-in for the upstream raw-file host)."""
+    servers = []
+
+    def serve(directory: Path) -> str:
+        handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(directory))
+        handler.log_message = lambda *a: None
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return f"http://127.0.0.1:{server.server_address[1]}"
+
+    yield serve
+    for server in servers:
+        server.shutdown()
+
+
+def test_the_fixture_matches_the_pinned_checksums(mrni_dir):
+    assert verify(mrni_dir) == []
+
+
+def test_fetch_downloads_verifies_and_installs_atomically(mrni_dir, mirror, tmp_path):
+    dest = fetch(tmp_path / "cache" / "mrni", base_url=mirror(mrni_dir))
+    assert verify(dest) == []
+    result = subprocess.run(fairsweep_cmd("data", "verify", "--data-dir", str(dest)), capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 0 and "match the pinned commit" in result.stdout
+
+
+def test_a_tampered_mirror_installs_nothing(mrni_dir, mirror, tmp_path):
+    bad = tmp_path / "bad"
+    shutil.copytree(mrni_dir, bad)
+    target = bad / "IT" / "all_conditions" / "T_MNRI-BB_it_all.tsv"
+    target.chmod(0o644)
+    target.write_text(target.read_text(encoding="utf-8") + "x", encoding="utf-8")
+    dest = tmp_path / "cache" / "mrni"
+    with pytest.raises(DataError, match="does not match its pinned SHA256"):
+        fetch(dest, base_url=mirror(bad))
+    assert not dest.exists()
+    assert not list((tmp_path / "cache").glob(".mrni-fetch-*"))  # no half-downloaded leftovers
+    result = subprocess.run(fairsweep_cmd("data", "verify", "--data-dir", str(bad)), capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 2 and "checksum mismatch" in result.stderr
+
+
+def test_loading_refuses_an_incomplete_copy(mrni_dir, tmp_path):
+    partial = tmp_path / "partial"
+    shutil.copytree(mrni_dir, partial)
+    (partial / "EN" / "all_conditions" / "AF_MNRI-BB_en_all.tsv").unlink()
+    with pytest.raises(DataError, match="missing"):
+        load_expanded(partial)
+
+
+def test_all_4704_prompts_load_with_unique_keys_in_the_documented_order(mrni_dir):
+    prompts = build_prompts(mrni_dir)
+    assert len(prompts) == 4704
+    assert len({p.key for p in prompts}) == 4704
+    assert prompts[0].key.startswith("en:") and prompts[-1].key.startswith("it:")
+    english_order = list(dict.fromkeys(p.metadata["subscale"] for p in prompts[:2352]))
+    assert english_order == ["AF", "D", "IOS", "NTSM", "RE", "SRTMS", "T"]
+    assert all(p.key.startswith("en:") for p in prompts[:2352])
+    first = prompts[0]
+    assert first.messages[0]["content"].startswith("Context:") and "\n" in first.messages[0]["content"]
+    assert {"instance_id", "condition", "gold_answer", "answer_options", "Category", "MRNI-item"} <= set(first.metadata)
+
+
+def test_stratified_sample_is_deterministic_and_proportional(mrni_dir):
+    prompts = build_prompts(mrni_dir)
+    a = stratified_sample(prompts, 48, seed=7)
+    assert [p.key for p in a] == [p.key for p in stratified_sample(prompts, 48, seed=7)]
+    assert [p.key for p in a] != [p.key for p in stratified_sample(prompts, 48, seed=8)]
+    by_stratum = {}
+    for p in a:
+        by_stratum[p.metadata["stratum"]] = by_stratum.get(p.metadata["stratum"], 0) + 1
+    # 588 / 2352 of each language is one condition's quarter share: 6 of 48 for the 4-prompt conditions.
+    assert by_stratum["en/disambiguated_ga"] == 6 and by_stratum["it/ambiguous_gs"] == 3
+    assert len(a) == 48

@@ -1,0 +1,105 @@
+"""Schema migrations, the batched writer, and resume bookkeeping on a real DuckDB file."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import duckdb
+import pytest
+
+from helpers import make_prompts, rows
+from fairsweep.config import ModelSpec, SweepConfig
+from fairsweep.engine.work import plan_items
+from fairsweep.errors import DatabaseError, RunConflictError
+from fairsweep.storage.checkpoint import plan_requests, register_run, remaining
+from fairsweep.storage.db import open_db
+from fairsweep.storage.migrations import MIGRATIONS, latest_version
+from fairsweep.storage.writer import ATTEMPT_COLUMNS, RESPONSE_COLUMNS, BatchWriter
+
+NOW = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def columns(conn, table: str) -> list[str]:
+    return [r[0] for r in conn.execute(f"SELECT column_name FROM information_schema.columns "
+                                       f"WHERE table_name = '{table}' ORDER BY ordinal_position").fetchall()]
+
+
+def test_an_empty_database_migrates_to_the_documented_schema(db_path):
+    conn = open_db(db_path)
+    assert conn.execute("SELECT max(version), count(*) FROM schema_migrations").fetchone() == \
+        (latest_version(), len(MIGRATIONS))
+    assert columns(conn, "attempts") == list(ATTEMPT_COLUMNS)
+    assert columns(conn, "responses") == list(RESPONSE_COLUMNS)
+    assert columns(conn, "requests")[:3] == ["request_id", "run", "model"]
+    assert columns(conn, "results")[:6] == ["run", "model", "benchmark", "prompt_key", "sample", "status"]
+    conn.close()
+    again = open_db(db_path)  # re-opening applies nothing twice
+    assert again.execute("SELECT count(*) FROM schema_migrations").fetchone() == (len(MIGRATIONS),)
+    again.close()
+
+
+def test_writer_batches_are_idempotent_and_flush_on_rows_and_time(db_path):
+    conn = open_db(db_path)
+    writer = BatchWriter(conn, flush_rows=3, flush_ms=60_000)
+    attempt = ("a1", "r1", "s", 1, NOW, 5.0, "ok", None, None, None, None, 3, 2)
+    response = ("r1", "a1", "text", "stop", 3, 2, None, "m", None, 5.0, NOW)
+    writer.add("attempts", attempt)
+    writer.add("responses", response)
+    writer.add("attempts", attempt)  # third row: the row threshold triggers a flush
+    writer.flush()
+    writer.add("responses", response)  # the same keys again change nothing
+    writer.close()
+    assert conn.execute("SELECT count(*) FROM attempts").fetchone() == (1,)
+    assert conn.execute("SELECT text FROM responses").fetchall() == [("text",)]
+    conn.close()
+
+
+def test_writer_commits_on_the_time_window(db_path):
+    conn = open_db(db_path)
+    writer = BatchWriter(conn, flush_rows=10_000, flush_ms=50)
+    writer.add("attempts", ("a1", "r1", "s", 1, NOW, 5.0, "transient", "http_500", 500, None, "boom", None, None))
+    reader = conn.cursor()
+    for _ in range(100):
+        if reader.execute("SELECT count(*) FROM attempts").fetchone() == (1,):
+            break
+        import time
+        time.sleep(0.02)
+    assert reader.execute("SELECT count(*) FROM attempts").fetchone() == (1,)
+    writer.close()
+    conn.close()
+
+
+def test_remaining_work_is_an_anti_join_over_responses_and_permanent_failures(db_path):
+    conn = open_db(db_path)
+    config = SweepConfig(db=db_path, run="r", models=(ModelSpec(name="m", model="x"),))
+    register_run(conn, config, "test")
+    items = plan_items("r", config.models[0], make_prompts(5))
+    plan_requests(conn, items)
+    plan_requests(conn, items)  # planning twice is harmless
+    conn.execute("INSERT INTO responses VALUES (?, 'a0', 'ok', NULL, NULL, NULL, NULL, NULL, NULL, NULL, now())",
+                 [items[0].request_id])
+    conn.execute("INSERT INTO attempts VALUES ('a1', ?, 's', 1, now(), 1, 'permanent', 'context_length', 400, "
+                 "NULL, 'too long', NULL, NULL)", [items[1].request_id])
+    conn.execute("INSERT INTO attempts VALUES ('a2', ?, 's', 1, now(), 1, 'transient', 'http_500', 500, "
+                 "NULL, 'boom', NULL, NULL)", [items[2].request_id])
+    assert [i.prompt.key for i in remaining(conn, items)] == ["p00002", "p00003", "p00004"]
+    assert conn.execute("SELECT status, count(*) FROM results GROUP BY 1 ORDER BY 1").fetchall() == \
+        [("failed", 1), ("ok", 1), ("pending", 3)]
+    conn.close()
+
+
+def test_a_changed_identity_is_refused_but_changed_limits_are_not(db_path):
+    conn = open_db(db_path)
+    base = SweepConfig(db=db_path, run="r", models=(ModelSpec(name="m", model="x", rpm=10),))
+    register_run(conn, base, "first")
+    register_run(conn, SweepConfig(db=db_path, run="r", models=(ModelSpec(name="m", model="x", rpm=99),)), "more")
+    with pytest.raises(RunConflictError, match="--run NEW_NAME"):
+        register_run(conn, SweepConfig(db=db_path, run="r", models=(ModelSpec(name="m", model="x",
+                                                                                max_tokens=8),)), "changed")
+    assert conn.execute("SELECT count(*) FROM sessions").fetchone() == (2,)
+    conn.close()
+
+
+def test_read_only_open_of_a_missing_file_names_the_fix(tmp_path):
+    with pytest.raises(DatabaseError, match="does not exist"):
+        open_db(tmp_path / "nope.duckdb", read_only=True)

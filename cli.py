@@ -7,6 +7,7 @@ Exit codes: 0 done, 1 work still missing, 2 a problem you can fix (message says 
 from __future__ import annotations
 
 import argparse
+import importlib
 import shlex
 import sys
 import traceback
@@ -16,6 +17,10 @@ from .config import SweepConfig, load_config, model_from_flag, with_overrides
 from .errors import FairsweepError
 
 EXIT_OK, EXIT_INCOMPLETE, EXIT_USER, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+# Modules that add their own verbs: each has register(subparsers, add_common_flags), and sets
+# `handler=function(args, argv) -> exit code` on its parsers. Keep their imports cheap.
+PLUGIN_COMMANDS: list[str] = []
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -60,9 +65,22 @@ def build_parser() -> argparse.ArgumentParser:
     data.add_argument("--base-url", help="fetch from a mirror of the upstream data/ folder")
     data.add_argument("--debug", action="store_true")
 
+    score = sub.add_parser("score", help="(re)score stored responses offline: parse answers, run judges")
+    _common(score)
+    score.add_argument("--bench", action="append", help="benchmark(s) to score (default: the config's)")
+
+    report = sub.add_parser("report", help="the papers' tables from the SQL views")
+    _common(report)
+    report.add_argument("--bench", action="append", help="benchmark(s) to report (default: the config's)")
+    report.add_argument("--format", choices=("table", "md", "csv", "html"), default="table")
+    report.add_argument("--out", help="output directory (csv, md, html)")
+    report.add_argument("--runs", action="append", help="compare several runs (repeatable)")
+
     sim = sub.add_parser("sim-server", help="the simulated OpenAI-compatible provider (tests, demos)",
                          add_help=False)
     sim.add_argument("sim_args", nargs=argparse.REMAINDER)
+    for module_name in PLUGIN_COMMANDS:
+        importlib.import_module(module_name).register(sub, _common)
     return parser
 
 
@@ -85,8 +103,9 @@ def main(argv: list[str] | None = None) -> int:
         from .providers.sim_server import main as sim_main
         return sim_main(argv[1:]) or 0
     args = build_parser().parse_args(argv)
+    handler = getattr(args, "handler", None) or COMMANDS[args.command]
     try:
-        return COMMANDS[args.command](args, argv)
+        return handler(args, argv)
     except FairsweepError as exc:
         if args.debug:
             traceback.print_exc()
@@ -107,9 +126,64 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
     command = "fairsweep " + shlex.join(argv)
     outcome = run_sweep(config, prompts, command=command, progress=not args.no_progress)
     print_run_summary(outcome, command)
-    if outcome.interrupted:
+    outcomes = [outcome]
+    if not outcome.interrupted:
+        outcomes += run_later_stages(config, command, not args.no_progress)
+    if not outcomes[-1].interrupted:
+        score_benchmarks(config, config.benchmarks)
+    if any(o.interrupted for o in outcomes):
         return EXIT_INTERRUPTED
-    return EXIT_OK if outcome.complete else EXIT_INCOMPLETE
+    return EXIT_OK if all(o.complete for o in outcomes) else EXIT_INCOMPLETE
+
+
+def run_later_stages(config: SweepConfig, command: str, progress: bool) -> list:
+    """Second stages over stored responses (e.g. GAMA's judges), each an ordinary engine run."""
+    from .benchmarks.registry import STAGES, resolve
+    from .console import print_run_summary
+
+    outcomes = []
+    for name in config.benchmarks:
+        if name in STAGES:
+            outcome = resolve(STAGES, name, "run a later stage")(config, command, progress)
+            if outcome is not None:
+                print_run_summary(outcome, command)
+                outcomes.append(outcome)
+                if outcome.interrupted:
+                    break
+    return outcomes
+
+
+def score_benchmarks(config: SweepConfig, benchmarks) -> None:
+    """Score what is stored for each benchmark that has a scorer (parsers, judges); offline."""
+    from .benchmarks.registry import SCORERS, resolve
+    from .storage.db import open_db
+
+    for name in benchmarks:
+        if name not in SCORERS:
+            continue
+        conn = open_db(config.db)
+        try:
+            counts = resolve(SCORERS, name, "score")(conn, config)
+        finally:
+            conn.close()
+        if counts:
+            print(f"scored {name}: " + ", ".join(f"{k} {v}" for k, v in counts.items()), file=sys.stderr)
+
+
+def cmd_score(args: argparse.Namespace, argv: list[str]) -> int:
+    config = resolve_config(args)
+    score_benchmarks(config, [b for v in (args.bench or []) for b in v.split(",")] or config.benchmarks)
+    return EXIT_OK
+
+
+def cmd_report(args: argparse.Namespace, argv: list[str]) -> int:
+    from .benchmarks.registry import REPORTERS, resolve
+
+    config = resolve_config(args)
+    runs = args.runs or ([config.run] if (args.run or args.config) else None)
+    for name in [b for v in (args.bench or []) for b in v.split(",")] or config.benchmarks:
+        resolve(REPORTERS, name, "report")(config.db, runs, args.format, args.out)
+    return EXIT_OK
 
 
 def cmd_status(args: argparse.Namespace, argv: list[str]) -> int:
@@ -155,7 +229,8 @@ def cmd_data(args: argparse.Namespace, argv: list[str]) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"run": cmd_run, "status": cmd_status, "query": cmd_query, "export": cmd_export, "data": cmd_data}
+COMMANDS = {"run": cmd_run, "status": cmd_status, "query": cmd_query, "export": cmd_export, "data": cmd_data,
+            "score": cmd_score, "report": cmd_report}
 
 
 if __name__ == "__main__":

@@ -17,12 +17,14 @@ KNOWN_BENCHMARKS = ("mrni", "mrni-likert", "gama")
 
 _MODEL_FIELDS = {
     "name", "model", "api_base", "api_key_env", "rpm", "tpm", "max_concurrency", "temperature",
-    "max_tokens", "samples", "timeout_s", "params", "limit_key",
+    "max_tokens", "samples", "timeout_s", "params", "limit_key", "max_cost", "cache",
 }
 _SWEEP_FIELDS = {
     "db", "run", "benchmarks", "models", "judges", "data_dir", "limit", "sample", "seed",
-    "flush_rows", "flush_ms", "max_attempts",
+    "flush_rows", "flush_ms", "max_attempts", "max_cost", "executor", "ray_address", "likert_points",
+    "gama_scenarios", "strict_drift",
 }
+EXECUTORS = ("local", "ray")
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,8 @@ class ModelSpec:
     timeout_s: float = 60.0
     params: dict[str, Any] = field(default_factory=dict)
     limit_key: str | None = None
+    max_cost: float | None = None  # USD cap for this model in this run
+    cache: bool = True  # serve identical deterministic requests from the response cache
 
     def generation_params(self) -> dict[str, Any]:
         """The parameters sent with every request; part of each request's identity."""
@@ -73,6 +77,12 @@ class SweepConfig:
     flush_rows: int = 512
     flush_ms: int = 1000
     max_attempts: int = 6
+    max_cost: float | None = None  # USD cap for the whole run
+    executor: str = "local"  # "local" (asyncio, this machine) or "ray"
+    ray_address: str | None = None
+    likert_points: int = 7  # scale of the mrni-likert agreement probe
+    gama_scenarios: str | None = None  # a scenario file in the schema instead of the bundled set
+    strict_drift: bool = False  # a changed provider model/fingerprint on resume is an error
 
     def identity(self) -> dict[str, Any]:
         """The part a resumed run must keep: models, generation parameters, benchmarks."""
@@ -157,6 +167,10 @@ def validate(config: SweepConfig, source: str = "config") -> None:
             raise ConfigError(f"{source}: {field_name} must be a positive integer, got {value!r}")
     if config.limit is not None and config.sample is not None:
         raise ConfigError(f"{source}: use either limit or sample, not both")
+    if config.executor not in EXECUTORS:
+        raise ConfigError(f"{source}: executor must be one of {list(EXECUTORS)}, got {config.executor!r}")
+    if not isinstance(config.likert_points, int) or config.likert_points < 3:
+        raise ConfigError(f"{source}: likert_points must be an integer >= 3, got {config.likert_points!r}")
 
 
 def load_config(path: str | Path) -> SweepConfig:

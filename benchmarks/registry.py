@@ -1,28 +1,53 @@
-"""Benchmarks by name: each turns its data into engine prompts (and later scores what is stored)."""
+"""Benchmarks by name: how each loads its prompts, scores stored responses and reports.
+
+A table of "module:function" entries, imported only when used. A benchmark module plugs in here;
+the engine never imports a benchmark.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
+import importlib
+from typing import Any, Callable
 
 from ..config import SweepConfig
 from ..engine.work import Prompt
 from ..errors import ConfigError
+
+# build(config, data_dir) -> list[Prompt] in the benchmark's fixed order
+LOADERS = {
+    "mrni": "fairsweep.benchmarks.mrni.prompts:load",
+    "mrni-likert": "fairsweep.benchmarks.mrni.likert:load",
+    "gama": "fairsweep.benchmarks.gama.prompts:load",
+}
+# score(conn, config) -> dict of counts: parse or judge what is stored, offline, re-runnable
+# (a benchmark with no entry has nothing to score)
+SCORERS: dict[str, str] = {}
+# stage(config, command, progress) -> RunOutcome: a later stage over stored responses (GAMA's judges),
+# run after the target stage by `fairsweep run`; it asks the engine for another run_sweep.
+STAGES: dict[str, str] = {}
+# report(db, runs, fmt, out) -> None: tables from the SQL views (runs None = every run)
+REPORTERS: dict[str, str] = {}
+
+
+def resolve(table: dict[str, str], name: str, what: str) -> Callable[..., Any]:
+    """Import the function registered for a benchmark, or say clearly that it has none."""
+    target = table.get(name)
+    if target is None:
+        raise ConfigError(f"benchmark {name!r} has no {what}: choose from {sorted(table)}")
+    module_name, _, function = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+        return getattr(module, function)
+    except (ImportError, AttributeError):
+        raise ConfigError(f"benchmark {name!r} cannot {what} in this version of fairsweep") from None
 
 
 def load_prompts(config: SweepConfig, data_dir: str | None = None) -> list[Prompt]:
     """Every selected benchmark's prompts, then --limit (first N in the fixed order) or --sample."""
     prompts: list[Prompt] = []
     for name in config.benchmarks:
-        prompts.extend(_select(config, _load(name, config, data_dir)))
+        prompts.extend(_select(config, resolve(LOADERS, name, "load prompts")(config, data_dir)))
     return prompts
-
-
-def _load(name: str, config: SweepConfig, data_dir: str | None) -> list[Prompt]:
-    if name == "mrni":
-        from .mrni.data import resolve_data_dir
-        from .mrni.prompts import build_prompts
-        return build_prompts(resolve_data_dir(data_dir, config.data_dir))
-    raise ConfigError(f"benchmark {name!r} cannot run yet in this version: use benchmarks = [\"mrni\"]")
 
 
 def _select(config: SweepConfig, prompts: list[Prompt]) -> list[Prompt]:

@@ -1,80 +1,37 @@
 """Numbered schema migrations, applied in order and recorded in `schema_migrations`.
 
-Add a migration by appending (number, why, SQL); never edit one that has shipped.
+Each migration is a file `storage/migrations_sql/NNNN_name.sql` whose first line is `-- why: ...`.
+Add one by adding a file with the next number; never edit one that has shipped.
 """
 
 from __future__ import annotations
 
+import functools
+import re
+from importlib import resources
+
 import duckdb
 
-MIGRATIONS: list[tuple[int, str, str]] = [
-    (1, "core run/prompt/request/attempt/response tables", """
-CREATE TABLE runs (
-    run VARCHAR PRIMARY KEY,
-    identity_hash VARCHAR NOT NULL,
-    identity JSON NOT NULL,
-    config JSON NOT NULL,
-    fairsweep_version VARCHAR NOT NULL,
-    created_at TIMESTAMPTZ NOT NULL,
-    updated_at TIMESTAMPTZ NOT NULL
-);
-CREATE TABLE sessions (
-    session_id VARCHAR PRIMARY KEY,
-    run VARCHAR NOT NULL,
-    command VARCHAR NOT NULL,
-    pid INTEGER,
-    started_at TIMESTAMPTZ NOT NULL
-);
-CREATE TABLE prompts (
-    benchmark VARCHAR NOT NULL,
-    prompt_key VARCHAR NOT NULL,
-    prompt_hash VARCHAR NOT NULL,
-    messages JSON NOT NULL,
-    metadata JSON,
-    PRIMARY KEY (benchmark, prompt_key, prompt_hash)
-);
-CREATE TABLE requests (
-    request_id VARCHAR PRIMARY KEY,
-    run VARCHAR NOT NULL,
-    model VARCHAR NOT NULL,
-    benchmark VARCHAR NOT NULL,
-    prompt_key VARCHAR NOT NULL,
-    prompt_hash VARCHAR NOT NULL,
-    sample INTEGER NOT NULL,
-    params JSON NOT NULL,
-    ordinal INTEGER NOT NULL,
-    planned_at TIMESTAMPTZ NOT NULL DEFAULT now()
-);
-CREATE TABLE attempts (
-    attempt_id VARCHAR PRIMARY KEY,
-    request_id VARCHAR NOT NULL,
-    session_id VARCHAR NOT NULL,
-    attempt_no INTEGER NOT NULL,
-    started_at TIMESTAMPTZ NOT NULL,
-    latency_ms DOUBLE,
-    outcome VARCHAR NOT NULL,
-    error_class VARCHAR,
-    http_status INTEGER,
-    retry_after_s DOUBLE,
-    error_message VARCHAR,
-    prompt_tokens INTEGER,
-    completion_tokens INTEGER
-);
-CREATE TABLE responses (
-    request_id VARCHAR PRIMARY KEY,
-    attempt_id VARCHAR NOT NULL,
-    text VARCHAR NOT NULL,
-    finish_reason VARCHAR,
-    prompt_tokens INTEGER,
-    completion_tokens INTEGER,
-    cost_usd DOUBLE,
-    provider_model VARCHAR,
-    system_fingerprint VARCHAR,
-    latency_ms DOUBLE,
-    received_at TIMESTAMPTZ NOT NULL
-);
-"""),
-]
+_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+
+
+@functools.lru_cache(maxsize=1)
+def migrations() -> tuple[tuple[int, str, str], ...]:
+    """(version, why, sql) for every migration file, in version order."""
+    found = []
+    for entry in resources.files("fairsweep.storage").joinpath("migrations_sql").iterdir():
+        match = _NAME.match(entry.name)
+        if not match:
+            continue
+        sql = entry.read_text(encoding="utf-8")
+        first = sql.splitlines()[0] if sql else ""
+        why = first.removeprefix("-- why:").strip() if first.startswith("-- why:") else entry.name
+        found.append((int(match.group(1)), why, sql))
+    found.sort()
+    versions = [v for v, _, _ in found]
+    if len(set(versions)) != len(versions):
+        raise RuntimeError(f"two migrations share a number: {versions}")
+    return tuple(found)
 
 
 def apply_migrations(conn: duckdb.DuckDBPyConnection) -> list[int]:
@@ -83,7 +40,7 @@ def apply_migrations(conn: duckdb.DuckDBPyConnection) -> list[int]:
         version INTEGER PRIMARY KEY, why VARCHAR NOT NULL, applied_at TIMESTAMPTZ NOT NULL)""")
     done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations").fetchall()}
     applied = []
-    for version, why, sql in MIGRATIONS:
+    for version, why, sql in migrations():
         if version in done:
             continue
         conn.execute("BEGIN TRANSACTION")
@@ -99,4 +56,4 @@ def apply_migrations(conn: duckdb.DuckDBPyConnection) -> list[int]:
 
 
 def latest_version() -> int:
-    return MIGRATIONS[-1][0]
+    return migrations()[-1][0]

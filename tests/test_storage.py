@@ -13,7 +13,7 @@ from fairsweep.engine.work import plan_items
 from fairsweep.errors import DatabaseError, RunConflictError
 from fairsweep.storage.checkpoint import plan_requests, register_run, remaining
 from fairsweep.storage.db import open_db
-from fairsweep.storage.migrations import MIGRATIONS, latest_version
+from fairsweep.storage.migrations import latest_version, migrations
 from fairsweep.storage.writer import ATTEMPT_COLUMNS, RESPONSE_COLUMNS, BatchWriter
 
 NOW = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
@@ -27,14 +27,14 @@ def columns(conn, table: str) -> list[str]:
 def test_an_empty_database_migrates_to_the_documented_schema(db_path):
     conn = open_db(db_path)
     assert conn.execute("SELECT max(version), count(*) FROM schema_migrations").fetchone() == \
-        (latest_version(), len(MIGRATIONS))
+        (latest_version(), len(migrations()))
     assert columns(conn, "attempts") == list(ATTEMPT_COLUMNS)
     assert columns(conn, "responses") == list(RESPONSE_COLUMNS)
     assert columns(conn, "requests")[:3] == ["request_id", "run", "model"]
     assert columns(conn, "results")[:6] == ["run", "model", "benchmark", "prompt_key", "sample", "status"]
     conn.close()
     again = open_db(db_path)  # re-opening applies nothing twice
-    assert again.execute("SELECT count(*) FROM schema_migrations").fetchone() == (len(MIGRATIONS),)
+    assert again.execute("SELECT count(*) FROM schema_migrations").fetchone() == (len(migrations()),)
     again.close()
 
 

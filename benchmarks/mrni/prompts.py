@@ -1,11 +1,12 @@
-"""MRNI-BB rows -> engine prompts, and the --limit / --sample selections."""
+"""MRNI-BB rows -> engine prompts."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from ...config import SweepConfig
 from ...engine.work import Prompt
-from .data import load_expanded
+from .data import load_expanded, resolve_data_dir
 
 BENCHMARK = "mrni"
 
@@ -25,3 +26,8 @@ def build_prompts(data_dir: Path) -> list[Prompt]:
         prompts.append(Prompt(BENCHMARK, prompt_key(language, row["instance_id"]),
                               ({"role": "user", "content": row["prompt"]},), metadata))
     return prompts
+
+
+def load(config: SweepConfig, data_dir: str | None = None) -> list[Prompt]:
+    """The registry's loader: resolve the data directory (flag, env, config, cache), then build."""
+    return build_prompts(resolve_data_dir(data_dir, config.data_dir))

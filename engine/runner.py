@@ -16,7 +16,7 @@ from ..storage.writer import BatchWriter
 from .attempts import AttemptRecorder
 from .limiter import ProviderLimiter
 from .progress import ProgressReporter
-from .scheduler import ModelQueue, RetryPolicy, Scheduler
+from .scheduler import ModelQueue, OutputCheck, RetryPolicy, Scheduler
 from .work import Prompt, WorkItem, plan_items
 
 
@@ -66,8 +66,11 @@ def plan_work(config: SweepConfig, prompts: list[Prompt], specs: list[ModelSpec]
 
 
 def run_sweep(config: SweepConfig, prompts: list[Prompt], *, command: str, specs: list[ModelSpec] | None = None,
-              progress: bool = True, policy: RetryPolicy | None = None) -> RunOutcome:
-    """Run (or resume) `config.run` over `prompts` for every model; commits whatever arrives."""
+              progress: bool = True, policy: RetryPolicy | None = None,
+              check: OutputCheck | None = None) -> RunOutcome:
+    """Run (or resume) `config.run` over `prompts` for every model (default: config.models; a later
+    stage passes e.g. the judges); commits whatever arrives. `check` rejects unusable answers: they are
+    retried like transient errors, then recorded as a permanent 'invalid_output' failure."""
     specs = list(specs if specs is not None else config.models)
     policy = policy or RetryPolicy(max_attempts=config.max_attempts)
     conn = open_db(config.db)
@@ -80,7 +83,8 @@ def run_sweep(config: SweepConfig, prompts: list[Prompt], *, command: str, specs
         writer = BatchWriter(conn, flush_rows=config.flush_rows, flush_ms=config.flush_ms)
         interrupted = False
         try:
-            asyncio.run(_execute(specs, todo, outcomes, AttemptRecorder(writer, session_id), policy, progress))
+            asyncio.run(_execute(specs, todo, outcomes, AttemptRecorder(writer, session_id), policy, progress,
+                                 check))
         except KeyboardInterrupt:
             interrupted = True
         finally:
@@ -91,7 +95,8 @@ def run_sweep(config: SweepConfig, prompts: list[Prompt], *, command: str, specs
 
 
 async def _execute(specs: list[ModelSpec], todo: dict[str, list[WorkItem]], outcomes: list[ModelOutcome],
-                   recorder: AttemptRecorder, policy: RetryPolicy, progress: bool) -> None:
+                   recorder: AttemptRecorder, policy: RetryPolicy, progress: bool,
+                   check: OutputCheck | None) -> None:
     limiters = build_limiters(specs)
     queues = [ModelQueue(spec, make_provider(spec), limiters[spec.limiter_key()], deque(todo[spec.name]))
               for spec in specs if todo[spec.name]]
@@ -99,7 +104,7 @@ async def _execute(specs: list[ModelSpec], todo: dict[str, list[WorkItem]], outc
     reporter = ProgressReporter(queues, outcomes, enabled=progress)
     try:
         async with reporter:
-            await Scheduler(queues, recorder, policy).run()
+            await Scheduler(queues, recorder, policy, check).run()
     finally:
         _collect(queues, outcomes)
         for queue in queues:

@@ -9,6 +9,7 @@ import asyncio
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Callable
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, wait_random_exponential
 
@@ -52,13 +53,23 @@ def estimate_tokens(item: WorkItem) -> int:
     return chars // 4 + 1 + int(item.params.get("max_tokens") or 0)
 
 
+class InvalidOutputError(TransientError):
+    """A usable HTTP answer whose content failed the caller's check (e.g. a judge's JSON schema)."""
+
+
+# check(item, text) -> None when the answer is acceptable, else the reason it is not.
+OutputCheck = Callable[[WorkItem, str], "str | None"]
+
+
 class Scheduler:
     """Runs every queue to completion (or until a model is stopped) under structured concurrency."""
 
-    def __init__(self, queues: list[ModelQueue], recorder: AttemptRecorder, policy: RetryPolicy):
+    def __init__(self, queues: list[ModelQueue], recorder: AttemptRecorder, policy: RetryPolicy,
+                 check: OutputCheck | None = None):
         self.queues = queues
         self.recorder = recorder
         self.policy = policy
+        self.check = check
         self._backoff = wait_random_exponential(multiplier=policy.backoff_initial_s, max=policy.backoff_max_s)
 
     async def run(self) -> None:
@@ -90,6 +101,13 @@ class Scheduler:
         except AuthError as exc:
             if queue.stopped is None:
                 queue.stopped = exc.message
+        except InvalidOutputError as exc:
+            # Out of tries and still invalid: a recorded failure of the request, never a silent drop.
+            self.recorder.failure(item, self.policy.max_attempts + 1, now_utc(), 0.0, PermanentError(
+                f"output still invalid after {self.policy.max_attempts} tries: {exc.message}",
+                error_class="invalid_output"))
+            queue.failed += 1
+            queue.last_errors[exc.error_class] = exc.message
         except TransientError as exc:
             queue.gave_up += 1
             queue.last_errors[exc.error_class] = exc.message
@@ -135,4 +153,9 @@ class Scheduler:
                 lease.actual_tokens = completion.prompt_tokens + max(
                     completion.completion_tokens or 0, int(item.params.get("max_tokens") or 0))
         queue.limiter.on_success()
-        self.recorder.success(item, attempt_no, started, (time.perf_counter() - t0) * 1000, completion)
+        latency_ms = (time.perf_counter() - t0) * 1000
+        if self.check is not None and (reason := self.check(item, completion.text)) is not None:
+            failure = InvalidOutputError(f"{reason}; output: {completion.text[:200]!r}", error_class="invalid_output")
+            self.recorder.failure(item, attempt_no, started, latency_ms, failure)
+            raise failure
+        self.recorder.success(item, attempt_no, started, latency_ms, completion)

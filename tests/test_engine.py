@@ -137,3 +137,28 @@ def test_samples_are_separate_requests(sim, db_path):
     assert outcome.complete
     assert rows(db_path, "SELECT sample, count(*) FROM results GROUP BY 1 ORDER BY 1") == [(0, 4), (1, 4), (2, 4)]
     assert server.stats()["ok"] == 12
+
+
+def test_an_output_check_retries_then_records_a_failure_never_a_silent_drop(sim, db_path, tmp_path):
+    import json
+    answers = tmp_path / "answers.json"
+    answers.write_text(json.dumps({"rules": [{"contains": "Question 1:", "answer": "not json"}],
+                                   "default": '{"ok": true}'}))
+    server = sim("--answers", str(answers))
+
+    def check(item, text):
+        try:
+            json.loads(text)
+        except ValueError:
+            return "not valid JSON"
+        return None
+
+    outcome = run_sweep(sweep(db_path, [sim_model(server)]), make_prompts(3), command="test", progress=False,
+                        policy=FAST, check=check)
+    assert outcome.complete and outcome.models[0].stored == 2 and outcome.models[0].failed == 1
+    assert rows(db_path, "SELECT prompt_key, status, last_error_class FROM results ORDER BY 1") == [
+        ("p00000", "ok", None), ("p00001", "failed", "invalid_output"), ("p00002", "ok", None)]
+    tries = rows(db_path, "SELECT count(*) FROM attempts a JOIN requests r USING (request_id) "
+                          "WHERE r.prompt_key = 'p00001' AND a.outcome = 'transient'")[0][0]
+    assert tries == FAST.max_attempts
+    assert server.stats()["per_prompt"] and rows(db_path, "SELECT count(*) FROM responses") == [(2,)]

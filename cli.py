@@ -45,6 +45,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, help="seed for --sample (default 0)")
     run.add_argument("--data-dir", help="MRNI-BB data folder (else $FAIRSWEEP_MRNI_DIR, config, fetch cache)")
     run.add_argument("--no-progress", action="store_true", help="no live progress bar")
+    run.add_argument("--dry-run", action="store_true", help="print the plan (requests, tokens, cost, time); send nothing")
+
+    plan = sub.add_parser("plan", help="what a run would send, cost and take, after what the DB already holds")
+    _common(plan)
+    plan.add_argument("--bench", action="append", help="benchmark(s) (default: the config's)")
+    plan.add_argument("--model", action="append", help="model(s), as for run")
+    plan.add_argument("--limit", type=int)
+    plan.add_argument("--sample", type=int)
+    plan.add_argument("--seed", type=int)
+    plan.add_argument("--data-dir")
 
     status = sub.add_parser("status", help="progress, errors, retries, 429s and tokens per run and model")
     _common(status)
@@ -123,6 +133,8 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
 
     config = resolve_config(args)
     prompts = load_prompts(config, args.data_dir)
+    if args.dry_run:
+        return cmd_plan(args, argv, config, prompts)
     command = "fairsweep " + shlex.join(argv)
     outcome = run_sweep(config, prompts, command=command, progress=not args.no_progress)
     print_run_summary(outcome, command)
@@ -186,6 +198,17 @@ def cmd_report(args: argparse.Namespace, argv: list[str]) -> int:
     return EXIT_OK
 
 
+def cmd_plan(args: argparse.Namespace, argv: list[str], config: SweepConfig | None = None,
+             prompts: list | None = None) -> int:
+    from .benchmarks.registry import load_prompts
+    from .plan import build_plan, print_plan
+
+    config = config or resolve_config(args)
+    prompts = prompts if prompts is not None else load_prompts(config, args.data_dir)
+    print_plan(config, build_plan(config, prompts))
+    return EXIT_OK
+
+
 def cmd_status(args: argparse.Namespace, argv: list[str]) -> int:
     from .console import print_status
     config = resolve_config(args)
@@ -230,7 +253,7 @@ def cmd_data(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 COMMANDS = {"run": cmd_run, "status": cmd_status, "query": cmd_query, "export": cmd_export, "data": cmd_data,
-            "score": cmd_score, "report": cmd_report}
+            "score": cmd_score, "report": cmd_report, "plan": cmd_plan}
 
 
 if __name__ == "__main__":

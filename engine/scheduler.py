@@ -99,6 +99,7 @@ class Scheduler:
             queue.failed += 1
             queue.last_errors[exc.error_class] = exc.message
         except AuthError as exc:
+            queue.items.appendleft(item)  # not done: it stays in the queue, counted as not sent
             if queue.stopped is None:
                 queue.stopped = exc.message
         except InvalidOutputError as exc:

@@ -51,9 +51,9 @@ def plan_requests(conn: duckdb.DuckDBPyConnection, items: list[WorkItem]) -> Non
                 list(prompts.values()))
     insert_rows(conn, "requests",
                 ("request_id", "run", "model", "benchmark", "prompt_key", "prompt_hash", "sample", "params",
-                 "ordinal"),
+                 "ordinal", "cache_key"),
                 [(i.request_id, i.run, i.model, i.prompt.benchmark, i.prompt.key, i.prompt.prompt_hash,
-                  i.sample, canonical_json(i.params), i.ordinal) for i in items])
+                  i.sample, canonical_json(i.params), i.ordinal, i.cache_key) for i in items])
     conn.execute("COMMIT")
 
 

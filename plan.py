@@ -1,0 +1,82 @@
+"""`fairsweep plan` / `run --dry-run`: what the sweep would send, cost and take, without sending anything."""
+
+from __future__ import annotations
+
+import os
+
+from rich.console import Console
+from rich.table import Table
+
+from .config import SweepConfig
+from .engine.estimate import ModelPlan, estimate_model, total_seconds
+from .engine.runner import plan_work
+from .engine.work import Prompt
+from .storage.cache import cache_sources
+from .storage.checkpoint import remaining
+from .storage.db import open_db
+
+# Judge prompts wrap a target prompt and its answer in instructions of about this many tokens.
+JUDGE_TEMPLATE_TOKENS = 450
+
+
+def build_plan(config: SweepConfig, prompts: list[Prompt]) -> list[ModelPlan]:
+    """Estimates per model (and per judge, for benchmarks with a judge stage), reading the DB if it exists."""
+    conn = open_db(config.db, read_only=True) if os.path.exists(config.db) else None
+    try:
+        plans = []
+        planned = plan_work(config, prompts, list(config.models))
+        for spec in config.models:
+            items = planned[spec.name]
+            todo = remaining(conn, items) if conn else items
+            cached = set(cache_sources(conn, todo)) if conn else set()
+            to_send = [i for i in todo if i.request_id not in cached]
+            output, latency = _observed(conn, spec.name)
+            plans.append(estimate_model(spec, to_send, len(items) - len(todo), len(cached), output, latency))
+        judged = [p for p in prompts if p.benchmark == "gama"]
+        for judge in config.judges if judged else ():
+            targets = [i for spec in config.models for i in planned[spec.name] if i.prompt.benchmark == "gama"]
+            output, latency = _observed(conn, judge.name)
+            extra = JUDGE_TEMPLATE_TOKENS + max(s.max_tokens for s in config.models)
+            plan = estimate_model(judge, targets, 0, 0, output, latency, extra_input_tokens=extra)
+            plan.name = f"{judge.name} (judge)"
+            plans.append(plan)
+        return plans
+    finally:
+        if conn:
+            conn.close()
+
+
+def _observed(conn, name: str) -> tuple[float | None, float | None]:
+    """Mean completion tokens and median latency already stored for this model name in the DB."""
+    if conn is None:
+        return None, None
+    mean_tokens, median_ms = conn.execute("""
+        SELECT avg(s.completion_tokens), median(s.latency_ms) FILTER (WHERE s.latency_ms > 0)
+        FROM responses s JOIN requests r USING (request_id) WHERE r.model = ?""", [name]).fetchone()
+    return mean_tokens, (median_ms / 1000 if median_ms else None)
+
+
+def print_plan(config: SweepConfig, plans: list[ModelPlan]) -> None:
+    table = Table(title=f"plan for run {config.run} ({config.db})")
+    for col in ("model", "adapter", "planned", "stored", "cached", "to send", "input tok", "output tok",
+                "tokens by", "cost $", "time", "bound by"):
+        table.add_column(col, justify="left" if col in ("model", "adapter", "tokens by", "bound by") else "right")
+    for p in plans:
+        table.add_row(p.name, p.adapter, str(p.planned), str(p.stored), str(p.cached), str(p.to_send),
+                      f"{p.input_tokens:,}", f"{p.output_tokens:,}", p.token_method,
+                      "unknown" if p.cost_usd is None else f"{p.cost_usd:,.2f}", _duration(p.seconds), p.bound_by)
+    known = [p.cost_usd for p in plans if p.cost_usd is not None]
+    unknown = [p.name for p in plans if p.cost_usd is None]
+    cost = f"${sum(known):,.2f}" + (f" + unknown ({', '.join(unknown)})" if unknown else "")
+    table.add_section()
+    table.add_row("total", "", str(sum(p.planned for p in plans)), str(sum(p.stored for p in plans)),
+                  str(sum(p.cached for p in plans)), str(sum(p.to_send for p in plans)),
+                  f"{sum(p.input_tokens for p in plans):,}", f"{sum(p.output_tokens for p in plans):,}", "",
+                  cost, _duration(total_seconds(plans)), "")
+    Console(width=200).print(table)
+
+
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(int(round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"

@@ -1,0 +1,55 @@
+"""The response cache: a planned request whose content address matches a stored answer (from any run
+in this DB) is served from it instead of being sent. Served answers are recorded as an attempt with
+outcome 'cached' and a copy of the response at zero cost, so status counts them and spend does not."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timezone
+
+import duckdb
+
+from ..engine.work import WorkItem
+from .writer import ATTEMPT_COLUMNS, RESPONSE_COLUMNS, insert_rows
+
+
+def cache_sources(conn: duckdb.DuckDBPyConnection, items: list[WorkItem]) -> dict[str, str]:
+    """request_id -> the request whose stored response answers it (same cache key, already answered)."""
+    wanted = [(i.request_id, i.cache_key) for i in items if i.cache_key]
+    if not wanted:
+        return {}
+    rows = conn.execute("""
+        WITH wanted AS (SELECT unnest($1) AS request_id, unnest($2) AS cache_key)
+        SELECT w.request_id, min(r.request_id)
+        FROM wanted w
+        JOIN requests r ON r.cache_key = w.cache_key AND r.request_id <> w.request_id
+        JOIN responses s ON s.request_id = r.request_id
+        GROUP BY w.request_id
+    """, [[w[0] for w in wanted], [w[1] for w in wanted]]).fetchall()
+    return dict(rows)
+
+
+def serve_from_cache(conn: duckdb.DuckDBPyConnection, items: list[WorkItem], session_id: str) -> list[WorkItem]:
+    """Store cached answers for the items that have one; return the items still to send."""
+    sources = cache_sources(conn, items)
+    if not sources:
+        return items
+    now = datetime.now(timezone.utc)
+    stored = dict(
+        (row[0], row[1:]) for row in conn.execute(
+            "SELECT request_id, text, finish_reason, prompt_tokens, completion_tokens, provider_model, "
+            "system_fingerprint FROM responses WHERE request_id IN (SELECT unnest($1))",
+            [sorted(set(sources.values()))]).fetchall())
+    attempts, responses = [], []
+    for request_id, source in sources.items():
+        text, finish, p_tokens, c_tokens, provider_model, fingerprint = stored[source]
+        attempt_id = uuid.uuid4().hex
+        attempts.append((attempt_id, request_id, session_id, 0, now, 0.0, "cached", None, None, None,
+                         f"served from cache: {source}", p_tokens, c_tokens))
+        responses.append((request_id, attempt_id, text, finish, p_tokens, c_tokens, 0.0, provider_model,
+                          fingerprint, 0.0, now))
+    conn.execute("BEGIN TRANSACTION")
+    insert_rows(conn, "attempts", ATTEMPT_COLUMNS, attempts)
+    insert_rows(conn, "responses", RESPONSE_COLUMNS, responses)
+    conn.execute("COMMIT")
+    return [i for i in items if i.request_id not in sources]

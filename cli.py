@@ -6,6 +6,21 @@ Exit codes: 0 done, 1 work still missing, 2 a problem you can fix (message says 
 
 from __future__ import annotations
 
+if __name__ == "__main__" and not __package__:  # `python cli.py ...` from a checkout
+    import importlib.util
+    import pathlib
+    import sys
+
+    if importlib.util.find_spec("fairsweep") is None:  # not installed: load this directory as the package
+        _root = pathlib.Path(__file__).resolve().parent
+        _spec = importlib.util.spec_from_file_location("fairsweep", _root / "__init__.py",
+                                                       submodule_search_locations=[str(_root)])
+        sys.modules["fairsweep"] = importlib.util.module_from_spec(_spec)
+        _spec.loader.exec_module(sys.modules["fairsweep"])
+    from fairsweep.cli import main as _main
+
+    sys.exit(_main())
+
 import argparse
 import importlib
 import shlex

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import duckdb
 
 from fairsweep.config import ModelSpec, SweepConfig
 from fairsweep.engine.work import Prompt
 from fairsweep.providers.sim_server import SimServerProcess
+
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def make_prompts(n: int, benchmark: str = "toy", words: int = 8) -> list[Prompt]:

@@ -7,6 +7,7 @@ import os
 import random
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -161,3 +162,10 @@ def test_local_model_answers_a_few_real_prompts(tmp_path, mrni_dir):
     assert all(a[0] == "smollm2" and a[1] == "ok" and a[2].strip() and a[3] > 0 for a in answers)
     status = subprocess.run(fairsweep_cmd("status", "--db", db), capture_output=True, text=True, timeout=60)
     assert status.returncode == 0 and "smollm2" in status.stdout
+
+
+def test_python_cli_py_works_from_a_checkout():
+    from helpers import REPO
+    result = subprocess.run([sys.executable, str(REPO / "cli.py"), "--version"], capture_output=True, text=True,
+                            timeout=60, cwd=REPO)
+    assert result.returncode == 0 and result.stdout.startswith("fairsweep ")

@@ -86,8 +86,13 @@ class SweepConfig:
 
     def identity(self) -> dict[str, Any]:
         """The part a resumed run must keep: models, generation parameters, benchmarks."""
-        return {"benchmarks": sorted(self.benchmarks), "models": [m.identity() for m in self.models],
-                "judges": [j.identity() for j in self.judges]}
+        identity = {"benchmarks": sorted(self.benchmarks), "models": [m.identity() for m in self.models],
+                    "judges": [j.identity() for j in self.judges]}
+        if "mrni-likert" in self.benchmarks:
+            identity["likert_points"] = self.likert_points  # the scale changes the prompts
+        if "gama" in self.benchmarks and self.gama_scenarios:
+            identity["gama_scenarios"] = self.gama_scenarios
+        return identity
 
     def identity_hash(self) -> str:
         return hashlib.sha256(json.dumps(self.identity(), sort_keys=True).encode()).hexdigest()[:16]

@@ -34,7 +34,7 @@ def register_run(conn: duckdb.DuckDBPyConnection, config: SweepConfig, command: 
 
 def _conflict_message(config: SweepConfig, stored: dict) -> str:
     new = config.identity()
-    changed = [k for k in ("benchmarks", "models", "judges") if stored.get(k) != new.get(k)]
+    changed = [k for k in sorted(set(stored) | set(new)) if stored.get(k) != new.get(k)]
     return (f"run {config.run!r} already exists in {config.db} with different {', '.join(changed)}: "
             f"pass --run NEW_NAME to start a new run, or restore that run's settings to resume it")
 

@@ -22,11 +22,18 @@ LOADERS = {
 # score(conn, config) -> dict of counts: parse or judge what is stored, offline, re-runnable
 # (a benchmark with no entry has nothing to score)
 SCORERS: dict[str, str] = {}
+SCORERS["mrni"] = "fairsweep.benchmarks.mrni.score:score_run"
+SCORERS["mrni-likert"] = "fairsweep.benchmarks.mrni.likert:score_run"
+SCORERS["gama"] = "fairsweep.benchmarks.gama.score:score_run"
 # stage(config, command, progress) -> RunOutcome: a later stage over stored responses (GAMA's judges),
 # run after the target stage by `fairsweep run`; it asks the engine for another run_sweep.
 STAGES: dict[str, str] = {}
+STAGES["gama"] = "fairsweep.benchmarks.gama.judge:stage"
 # report(db, runs, fmt, out) -> None: tables from the SQL views (runs None = every run)
 REPORTERS: dict[str, str] = {}
+REPORTERS["mrni"] = "fairsweep.benchmarks.mrni.report:report"
+REPORTERS["mrni-likert"] = "fairsweep.benchmarks.mrni.likert_report:report"
+REPORTERS["gama"] = "fairsweep.benchmarks.gama.report:report"
 
 
 def resolve(table: dict[str, str], name: str, what: str) -> Callable[..., Any]:
@@ -51,9 +58,9 @@ def load_prompts(config: SweepConfig, data_dir: str | None = None) -> list[Promp
 
 
 def _select(config: SweepConfig, prompts: list[Prompt]) -> list[Prompt]:
+    from .sampling import first_units, stratified_sample
     if config.limit is not None:
-        return prompts[: config.limit]
+        return first_units(prompts, config.limit)
     if config.sample is not None:
-        from .sampling import stratified_sample
         return stratified_sample(prompts, config.sample, config.seed)
     return prompts

@@ -35,13 +35,19 @@ EXIT_OK, EXIT_INCOMPLETE, EXIT_USER, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 # Modules that add their own verbs: each has register(subparsers, add_common_flags), and sets
 # `handler=function(args, argv) -> exit code` on its parsers. Keep their imports cheap.
-PLUGIN_COMMANDS: list[str] = []
+PLUGIN_COMMANDS: list[str] = [
+    "fairsweep.benchmarks.gama.cli",
+    "fairsweep.benchmarks.gama.eval_cli",
+]
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
+def _common(parser: argparse.ArgumentParser, *, runs: bool = False) -> None:
     parser.add_argument("--config", help="sweep TOML file (db, run, benchmarks, [[models]])")
     parser.add_argument("--db", help="DuckDB results file (default from the config, else fairsweep.duckdb)")
-    parser.add_argument("--run", help="run name: the same DB and run name resume the same run")
+    if runs:  # commands that read several runs side by side (report)
+        parser.add_argument("--run", action="append", help="run name (repeatable: runs side by side; default: all)")
+    else:
+        parser.add_argument("--run", help="run name: the same DB and run name resume the same run")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
 
 
@@ -60,6 +66,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, help="seed for --sample (default 0)")
     run.add_argument("--data-dir", help="MRNI-BB data folder (else $FAIRSWEEP_MRNI_DIR, config, fetch cache)")
     run.add_argument("--no-progress", action="store_true", help="no live progress bar")
+    run.add_argument("--executor", choices=("local", "ray"),
+                     help="local: asyncio in this process (default); ray: workers of a Ray cluster, this "
+                          "process stays the only DB writer")
+    run.add_argument("--ray-address", help="Ray cluster to join, e.g. HEAD_IP:6379 (implies --executor ray; "
+                                           "default: RAY_ADDRESS or a cluster started here with `ray start`)")
     run.add_argument("--dry-run", action="store_true", help="print the plan (requests, tokens, cost, time); send nothing")
 
     plan = sub.add_parser("plan", help="what a run would send, cost and take, after what the DB already holds")
@@ -94,12 +105,15 @@ def build_parser() -> argparse.ArgumentParser:
     _common(score)
     score.add_argument("--bench", action="append", help="benchmark(s) to score (default: the config's)")
 
-    report = sub.add_parser("report", help="the papers' tables from the SQL views")
-    _common(report)
-    report.add_argument("--bench", action="append", help="benchmark(s) to report (default: the config's)")
-    report.add_argument("--format", choices=("table", "md", "csv", "html"), default="table")
+    report = sub.add_parser("report", help="the papers' tables and plots from the SQL views")
+    _common(report, runs=True)
+    report.add_argument("--bench", action="append",
+                        help="benchmark(s) to report: mrni, mrni-likert, gama (repeatable; default: all in the DB)")
+    report.add_argument("--format", choices=("table", "md", "csv", "html"), default="table",
+                        help="table: terminal; md, csv: files in --out; html: OUT/report.html with plots, "
+                             "plus every table as CSV and every plot as PNG")
     report.add_argument("--out", help="output directory (csv, md, html)")
-    report.add_argument("--runs", action="append", help="compare several runs (repeatable)")
+    report.add_argument("--runs", action="append", help="same as --run (repeatable)")
 
     sim = sub.add_parser("sim-server", help="the simulated OpenAI-compatible provider (tests, demos)",
                          add_help=False)
@@ -117,8 +131,10 @@ def resolve_config(args: argparse.Namespace) -> SweepConfig:
         overrides["benchmarks"] = [b for value in args.bench for b in value.split(",") if b]
     if getattr(args, "model", None):
         overrides["models"] = [model_from_flag(spec) for spec in args.model]
-    for name in ("limit", "sample", "seed"):
+    for name in ("limit", "sample", "seed", "executor", "ray_address"):
         overrides[name] = getattr(args, name, None)
+    if overrides["ray_address"] and not overrides["executor"]:
+        overrides["executor"] = "ray"
     return with_overrides(config, **overrides)
 
 
@@ -204,11 +220,18 @@ def cmd_score(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 def cmd_report(args: argparse.Namespace, argv: list[str]) -> int:
+    """Every benchmark asked for (default: every one with results in the DB) for the runs given (default:
+    the config's run, else all runs); html gathers them in one file."""
     from .benchmarks.registry import REPORTERS, resolve
+    from .benchmarks.report_html import present_benchmarks, write_html_report
 
-    config = resolve_config(args)
-    runs = args.runs or ([config.run] if (args.run or args.config) else None)
-    for name in [b for v in (args.bench or []) for b in v.split(",")] or config.benchmarks:
+    config = resolve_config(argparse.Namespace(**{**vars(args), "run": None}))  # --run is a list here
+    runs = list(dict.fromkeys([*(args.run or []), *(args.runs or [])])) or ([config.run] if args.config else None)
+    benches = [b for v in (args.bench or []) for b in v.split(",") if b] or present_benchmarks(config.db, runs)
+    if args.format == "html":
+        print(write_html_report(config.db, runs, benches, args.out))
+        return EXIT_OK
+    for name in benches:
         resolve(REPORTERS, name, "report")(config.db, runs, args.format, args.out)
     return EXIT_OK
 

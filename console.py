@@ -22,12 +22,15 @@ _err = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
 def print_run_summary(outcome: RunOutcome, command: str) -> None:
     """One screen: per model what was stored, failed for good, or is still missing and why."""
     table = Table(title=f"run {outcome.run} ({outcome.db})")
-    for col in ("model", "planned", "stored before", "stored now", "failed (permanent)", "missing"):
+    for col in ("model", "planned", "stored before", "from cache", "stored now", "failed (permanent)", "missing"):
         table.add_column(col, justify="right" if col != "model" else "left")
     for m in outcome.models:
-        table.add_row(m.name, str(m.planned), str(m.already_done), str(m.stored), str(m.failed),
-                      str(m.missing if not outcome.interrupted else m.planned - m.already_done - m.stored - m.failed))
+        missing = m.missing if not outcome.interrupted else m.planned - m.already_done - m.cached - m.stored - m.failed
+        table.add_row(m.name, str(m.planned), str(m.already_done), str(m.cached), str(m.stored), str(m.failed),
+                      str(missing))
     _err.print(table)
+    for warning in outcome.warnings:
+        _err.print(f"[bold red]{warning}[/bold red] (recorded in drift_events)")
     for m in outcome.models:
         if m.stopped:
             _err.print(f"[red]{m.name}: stopped: {m.stopped}[/red]")

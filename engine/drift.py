@@ -21,9 +21,11 @@ class DriftWatch:
 
     def observe(self, completion: Completion) -> list[tuple[str, str, str]]:
         """New (field, previous, observed) changes in this completion; the first values seen are learned."""
+        return self.observe_values(completion.provider_model, completion.system_fingerprint)
+
+    def observe_values(self, provider_model: str | None, fingerprint: str | None) -> list[tuple[str, str, str]]:
         changes = []
-        for name in FIELDS:
-            value = getattr(completion, name)
+        for name, value in zip(FIELDS, (provider_model, fingerprint)):
             if value is None:
                 continue
             seen = self.known[name]

@@ -66,7 +66,7 @@ def estimate_model(spec: ModelSpec, items: list[WorkItem], stored: int, cached: 
     input_tokens += extra_input_tokens * len(items)
     output_per_request = observed_output if observed_output is not None else spec.max_tokens
     output_tokens = int(round(output_per_request * len(items)))
-    price = model_price(spec.model) if spec.api_base is None else None
+    price = model_price(spec.model)  # priced by the model id, as the adapters price each answer
     cost = None if price is None else (input_tokens * price["input_cost_per_token"]
                                        + output_tokens * price.get("output_cost_per_token", 0.0))
     if adapter_name(spec) == "local":

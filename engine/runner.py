@@ -1,23 +1,28 @@
-"""One sweep from start to end: register the run, plan, compute what is left, send it, commit it."""
+"""One sweep from start to end: register the run, plan, compute what is left, send it, commit it.
+
+Sending is the executor's job (engine/executors: local asyncio, or Ray workers); this module owns the
+DB, the plan and the single writer, whichever executor sends.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import signal
-from collections import deque
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..config import ModelSpec, SweepConfig
-from ..providers.registry import make_provider
+from ..storage.cache import serve_from_cache
 from ..storage.checkpoint import plan_requests, register_run, remaining
 from ..storage.db import open_db
 from ..storage.writer import BatchWriter
-from .attempts import AttemptRecorder
-from .limiter import ProviderLimiter
-from .progress import ProgressReporter
-from .scheduler import ModelQueue, OutputCheck, RetryPolicy, Scheduler
+from .executors import SweepJob, select_executor
+from .executors.local import build_limiters  # noqa: F401  (re-exported: part of the engine's API)
+from .gate import build_gate
+from .scheduler import OutputCheck, RetryPolicy
 from .work import Prompt, WorkItem, plan_items
+
+if TYPE_CHECKING:
+    from .executors import Executor
 
 
 @dataclass
@@ -27,6 +32,7 @@ class ModelOutcome:
     name: str
     planned: int
     already_done: int
+    cached: int = 0
     stored: int = 0
     failed: int = 0
     gave_up: int = 0
@@ -45,20 +51,11 @@ class RunOutcome:
     db: str
     models: list[ModelOutcome]
     interrupted: bool = False
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
         return not self.interrupted and all(m.missing == 0 for m in self.models)
-
-
-def build_limiters(specs: list[ModelSpec]) -> dict[str, ProviderLimiter]:
-    """One limiter per provider key; the first spec naming a key declares its limits."""
-    limiters: dict[str, ProviderLimiter] = {}
-    for spec in specs:
-        key = spec.limiter_key()
-        if key not in limiters:
-            limiters[key] = ProviderLimiter(rpm=spec.rpm, tpm=spec.tpm, max_concurrency=spec.max_concurrency)
-    return limiters
 
 
 def plan_work(config: SweepConfig, prompts: list[Prompt], specs: list[ModelSpec]) -> dict[str, list[WorkItem]]:
@@ -67,12 +64,14 @@ def plan_work(config: SweepConfig, prompts: list[Prompt], specs: list[ModelSpec]
 
 def run_sweep(config: SweepConfig, prompts: list[Prompt], *, command: str, specs: list[ModelSpec] | None = None,
               progress: bool = True, policy: RetryPolicy | None = None,
-              check: OutputCheck | None = None) -> RunOutcome:
+              check: OutputCheck | None = None, executor: Executor | None = None) -> RunOutcome:
     """Run (or resume) `config.run` over `prompts` for every model (default: config.models; a later
     stage passes e.g. the judges); commits whatever arrives. `check` rejects unusable answers: they are
-    retried like transient errors, then recorded as a permanent 'invalid_output' failure."""
+    retried like transient errors, then recorded as a permanent 'invalid_output' failure.
+    `executor` defaults to the one config.executor names."""
     specs = list(specs if specs is not None else config.models)
     policy = policy or RetryPolicy(max_attempts=config.max_attempts)
+    executor = executor or select_executor(config)
     conn = open_db(config.db)
     try:
         session_id = register_run(conn, config, command)
@@ -80,50 +79,18 @@ def run_sweep(config: SweepConfig, prompts: list[Prompt], *, command: str, specs
         plan_requests(conn, [item for items in planned.values() for item in items])
         todo = {name: remaining(conn, items) for name, items in planned.items()}
         outcomes = [ModelOutcome(name, len(planned[name]), len(planned[name]) - len(todo[name])) for name in planned]
+        for outcome in outcomes:  # identical deterministic requests already answered in this DB: never re-sent
+            still = serve_from_cache(conn, todo[outcome.name], session_id)
+            outcome.cached, todo[outcome.name] = len(todo[outcome.name]) - len(still), still
         writer = BatchWriter(conn, flush_rows=config.flush_rows, flush_ms=config.flush_ms)
+        gate = build_gate(conn, config, specs, writer)
         interrupted = False
         try:
-            asyncio.run(_execute(specs, todo, outcomes, AttemptRecorder(writer, session_id), policy, progress,
-                                 check))
-        except KeyboardInterrupt:
+            executor.execute(SweepJob(specs, todo, outcomes, writer, session_id, policy, progress, check, gate))
+        except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C, or SIGTERM cancelling the loop
             interrupted = True
         finally:
             writer.close()
-        return RunOutcome(config.run, config.db, outcomes, interrupted)
+        return RunOutcome(config.run, config.db, outcomes, interrupted, warnings=list(gate.drift_warnings))
     finally:
         conn.close()
-
-
-async def _execute(specs: list[ModelSpec], todo: dict[str, list[WorkItem]], outcomes: list[ModelOutcome],
-                   recorder: AttemptRecorder, policy: RetryPolicy, progress: bool,
-                   check: OutputCheck | None) -> None:
-    limiters = build_limiters(specs)
-    queues = [ModelQueue(spec, make_provider(spec), limiters[spec.limiter_key()], deque(todo[spec.name]))
-              for spec in specs if todo[spec.name]]
-    _cancel_on_sigterm()
-    reporter = ProgressReporter(queues, outcomes, enabled=progress)
-    try:
-        async with reporter:
-            await Scheduler(queues, recorder, policy, check).run()
-    finally:
-        _collect(queues, outcomes)
-        for queue in queues:
-            with contextlib.suppress(Exception):
-                await queue.provider.aclose()
-
-
-def _cancel_on_sigterm() -> None:
-    """SIGTERM stops like Ctrl-C: stop sending, commit what arrived."""
-    task = asyncio.current_task()
-    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, lambda: task.cancel() if task else None)
-
-
-def _collect(queues: list[ModelQueue], outcomes: list[ModelOutcome]) -> None:
-    by_name = {o.name: o for o in outcomes}
-    for queue in queues:
-        out = by_name[queue.spec.name]
-        out.stored, out.failed, out.gave_up = queue.stored, queue.failed, queue.gave_up
-        out.not_sent = len(queue.items) + queue.in_flight
-        out.stopped = queue.stopped
-        out.last_errors = dict(queue.last_errors)

@@ -17,6 +17,7 @@ from ..config import ModelSpec
 from ..providers.base import (AuthError, ChatRequest, PermanentError, Provider, ProviderFailure, RateLimitedError,
                               TransientError)
 from .attempts import AttemptRecorder, now_utc
+from .gate import SendGate
 from .limiter import ProviderLimiter
 from .work import WorkItem
 
@@ -65,11 +66,12 @@ class Scheduler:
     """Runs every queue to completion (or until a model is stopped) under structured concurrency."""
 
     def __init__(self, queues: list[ModelQueue], recorder: AttemptRecorder, policy: RetryPolicy,
-                 check: OutputCheck | None = None):
+                 check: OutputCheck | None = None, gate: SendGate | None = None):
         self.queues = queues
         self.recorder = recorder
         self.policy = policy
         self.check = check
+        self.gate = gate
         self._backoff = wait_random_exponential(multiplier=policy.backoff_initial_s, max=policy.backoff_max_s)
 
     async def run(self) -> None:
@@ -80,6 +82,9 @@ class Scheduler:
 
     async def _worker(self, queue: ModelQueue) -> None:
         while queue.items and queue.stopped is None:
+            if self.gate is not None and (reason := self.gate.stopped(queue.spec.name)):
+                queue.stopped = reason  # a spend cap or strict drift: stop taking this model's items
+                break
             item = queue.items.popleft()
             queue.in_flight += 1
             try:
@@ -160,3 +165,6 @@ class Scheduler:
             self.recorder.failure(item, attempt_no, started, latency_ms, failure)
             raise failure
         self.recorder.success(item, attempt_no, started, latency_ms, completion)
+        if self.gate is not None:
+            self.gate.observe(queue.spec.name, item.request_id, completion.cost_usd, completion.provider_model,
+                              completion.system_fingerprint)

@@ -17,8 +17,9 @@ ATTEMPT_COLUMNS = ("attempt_id", "request_id", "session_id", "attempt_no", "star
 RESPONSE_COLUMNS = ("request_id", "attempt_id", "text", "finish_reason", "prompt_tokens",
                     "completion_tokens", "cost_usd", "provider_model", "system_fingerprint",
                     "latency_ms", "received_at")
+DRIFT_COLUMNS = ("run", "model", "request_id", "field", "previous", "observed", "detected_at")
 # Attempts first: a response never lands without the attempt that produced it.
-TABLES = {"attempts": ATTEMPT_COLUMNS, "responses": RESPONSE_COLUMNS}
+TABLES = {"attempts": ATTEMPT_COLUMNS, "responses": RESPONSE_COLUMNS, "drift_events": DRIFT_COLUMNS}
 
 
 def insert_rows(conn: duckdb.DuckDBPyConnection, table: str, columns: tuple[str, ...], rows: list[tuple]) -> None:

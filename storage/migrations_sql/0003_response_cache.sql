@@ -8,5 +8,6 @@ CREATE TABLE drift_events (
     field VARCHAR NOT NULL,
     previous VARCHAR,
     observed VARCHAR,
-    detected_at TIMESTAMPTZ NOT NULL
+    detected_at TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (run, model, field, observed)
 );

@@ -1,0 +1,57 @@
+"""Executors: how one session's remaining work gets sent. The runner plans, opens the DB and owns the
+writer; an executor only sends and hands every row to that writer.
+
+- `local`: the asyncio scheduler in this process (the default).
+- `ray`:   the same scheduler inside stateless Ray workers fed with shards; results stream back here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from ...errors import MissingDependencyError
+
+if TYPE_CHECKING:
+    from ...config import ModelSpec, SweepConfig
+    from ...storage.writer import BatchWriter
+    from ..runner import ModelOutcome
+    from ..gate import SendGate
+    from ..scheduler import OutputCheck, RetryPolicy
+    from ..work import WorkItem
+
+
+@dataclass
+class SweepJob:
+    """One session's work: what is left per model, where rows go, and how to retry."""
+
+    specs: list[ModelSpec]
+    todo: dict[str, list[WorkItem]]
+    outcomes: list[ModelOutcome]
+    writer: BatchWriter
+    session_id: str
+    policy: RetryPolicy
+    progress: bool
+    check: OutputCheck | None = None
+    gate: SendGate | None = None  # spend caps and drift, consulted before each send
+
+
+class Executor(Protocol):
+    def execute(self, job: SweepJob) -> None:
+        """Send job.todo, give every attempt/response row to job.writer, fill job.outcomes.
+        On Ctrl-C or SIGTERM: stop sending, hand over what arrived, then raise KeyboardInterrupt
+        (or asyncio.CancelledError)."""
+
+
+def select_executor(config: SweepConfig) -> Executor:
+    """The executor named by config.executor ("local" or "ray")."""
+    if config.executor == "ray":
+        try:
+            from .ray_executor import RayExecutor
+        except ImportError as exc:
+            raise MissingDependencyError(
+                f"--executor ray needs Ray ({exc.name or 'ray'} is not importable): "
+                f"pip install 'fairsweep[ray]' on the driver and on every node") from None
+        return RayExecutor(address=config.ray_address)
+    from .local import LocalExecutor
+    return LocalExecutor()

@@ -250,7 +250,7 @@ def cmd_plan(args: argparse.Namespace, argv: list[str], config: SweepConfig | No
 def cmd_status(args: argparse.Namespace, argv: list[str]) -> int:
     from .console import print_status
     config = resolve_config(args)
-    print_status(config.db, args.run if args.run or args.config else None)
+    print_status(config.db, config.run if (args.run or args.config) else None)
     return EXIT_OK
 
 

@@ -86,8 +86,8 @@ class SweepConfig:
 
     def identity(self) -> dict[str, Any]:
         """The part a resumed run must keep: models, generation parameters, benchmarks."""
-        identity = {"benchmarks": sorted(self.benchmarks), "models": [m.identity() for m in self.models],
-                    "judges": [j.identity() for j in self.judges]}
+        # Judges are not part of it: each judge stage is its own run, so a judge can be added later.
+        identity = {"benchmarks": sorted(self.benchmarks), "models": [m.identity() for m in self.models]}
         if "mrni-likert" in self.benchmarks:
             identity["likert_points"] = self.likert_points  # the scale changes the prompts
         if "gama" in self.benchmarks and self.gama_scenarios:

@@ -23,13 +23,19 @@ def register_run(conn: duckdb.DuckDBPyConnection, config: SweepConfig, command: 
         conn.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, now(), now())",
                      [config.run, config.identity_hash(), canonical_json(config.identity()),
                       config.to_json(), __version__])
-    elif row[0] != config.identity_hash():
+    elif row[0] != config.identity_hash() and not _same_identity(json.loads(row[1]), config.identity()):
         raise RunConflictError(_conflict_message(config, json.loads(row[1])))
     else:
         conn.execute("UPDATE runs SET updated_at = now(), config = ? WHERE run = ?", [config.to_json(), config.run])
     session_id = uuid.uuid4().hex
     conn.execute("INSERT INTO sessions VALUES (?, ?, ?, ?, now())", [session_id, config.run, command, os.getpid()])
     return session_id
+
+
+def _same_identity(stored: dict, new: dict) -> bool:
+    """Runs registered by 0.1.0 development builds kept the judges in the identity; they no longer are."""
+    stored = {k: v for k, v in stored.items() if k != "judges"}
+    return canonical_json(stored) == canonical_json(new)
 
 
 def _conflict_message(config: SweepConfig, stored: dict) -> str:

@@ -34,15 +34,17 @@ def test_retry_after_forms():
     assert retry_after_seconds({}, now) is None
 
 
-async def test_pacer_spaces_requests_evenly():
-    pacer = RatePacer(50.0)  # one every 20 ms
+async def test_pacer_never_sends_faster_than_its_rate():
+    """Load-independent guarantees only: each send waits for its slot (so N sends span at least
+    (N-1)/rate), and the sliding-window cap is never exceeded, however late the timers fire."""
+    pacer = RatePacer(50.0)  # one every 20 ms; the cap allows burst + 1 = 6 per 100 ms
     stamps = []
     for _ in range(26):
         await pacer.acquire()
         stamps.append(time.monotonic())
-    span = stamps[-1] - stamps[0]
-    assert 0.45 <= span <= 0.7
-    assert min(b - a for a, b in zip(stamps, stamps[1:])) >= 0.005  # never a burst
+    assert stamps[-1] - stamps[0] >= 25 / 50 - 1e-3
+    for i, start in enumerate(stamps):
+        assert sum(1 for t in stamps[i:] if t - start < 0.1) <= 6
 
 
 async def test_token_budget_waits_off_its_debt():

@@ -25,7 +25,15 @@ def build_prompts(scenarios: list[Scenario]) -> list[Prompt]:
     return prompts
 
 
+def check_judges(config: SweepConfig) -> None:
+    """Refuse unusable judge settings before any target request is sent."""
+    from .judge import structured_spec
+    for judge in config.judges:
+        structured_spec(judge)
+
+
 def load(config: SweepConfig, data_dir: str | None = None) -> list[Prompt]:
     """The registry's loader: config.gama_scenarios (a file in the schema) or the bundled set; scenarios a
     review rejected are left out. data_dir is MRNI-BB's and not used here."""
+    check_judges(config)
     return build_prompts(runnable(load_scenarios(config.gama_scenarios)))

@@ -72,8 +72,15 @@ def print_plan(config: SweepConfig, plans: list[ModelPlan]) -> None:
     table.add_row("total", "", str(sum(p.planned for p in plans)), str(sum(p.stored for p in plans)),
                   str(sum(p.cached for p in plans)), str(sum(p.to_send for p in plans)),
                   f"{sum(p.input_tokens for p in plans):,}", f"{sum(p.output_tokens for p in plans):,}", "",
-                  cost, _duration(total_seconds(plans)), "")
+                  cost, _duration(stage_seconds(plans)), "")
     Console(width=200).print(table)
+
+
+def stage_seconds(plans: list[ModelPlan]) -> float:
+    """Targets run at once; a judge stage starts when they are done."""
+    judges = [p for p in plans if p.name.endswith("(judge)")]
+    targets = [p for p in plans if p not in judges]
+    return total_seconds(targets) + total_seconds(judges)
 
 
 def _duration(seconds: float) -> str:

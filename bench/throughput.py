@@ -15,7 +15,6 @@ they use up quota too). A bare aiohttp loop at the same pace is measured in the 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 import time

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -52,5 +51,5 @@ class ProgressReporter:
     def _draw(self) -> None:
         for q in self.queues:
             out = self.outcomes[q.spec.name]
-            note = f"429s {q.limiter.stats.rate_limited}" + (f"  stopped" if q.stopped else "")
+            note = f"429s {q.limiter.stats.rate_limited}" + ("  stopped" if q.stopped else "")
             self._progress.update(self._tasks[q.spec.name], completed=out.already_done + q.stored + q.failed, note=note)

@@ -16,7 +16,6 @@ from ..storage.checkpoint import plan_requests, register_run, remaining
 from ..storage.db import open_db
 from ..storage.writer import BatchWriter
 from .executors import SweepJob, select_executor
-from .executors.local import build_limiters  # noqa: F401  (re-exported: part of the engine's API)
 from .gate import build_gate
 from .scheduler import OutputCheck, RetryPolicy
 from .work import Prompt, WorkItem, plan_items

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import sys
+import time
 from pathlib import Path
 
 import duckdb
 
 from fairsweep.config import ModelSpec, SweepConfig
 from fairsweep.engine.work import Prompt
-from fairsweep.providers.sim_server import SimServerProcess
+from fairsweep.providers.sim_server import SimServerProcess, prompt_fingerprint
 
 
 REPO = Path(__file__).resolve().parents[1]
@@ -44,3 +46,18 @@ def rows(db: str, sql: str, params=None):
         return conn.execute(sql, params or []).fetchall()
     finally:
         conn.close()
+
+
+def wait_for_ok(server: SimServerProcess, n: int, timeout: float = 60) -> None:
+    """Block until the simulated server has answered n requests (a run is under way)."""
+    deadline = time.monotonic() + timeout
+    while server.stats()["ok"] < n:
+        assert time.monotonic() < deadline, "the run never got going"
+        time.sleep(0.05)
+
+
+def stored_fingerprints(db: str) -> set[str]:
+    """The sim server's fingerprints of every prompt with a stored response."""
+    messages = rows(db, "SELECT p.messages FROM responses s JOIN requests r USING (request_id) "
+                        "JOIN prompts p USING (benchmark, prompt_key, prompt_hash)")
+    return {prompt_fingerprint(json.loads(m[0])) for m in messages}

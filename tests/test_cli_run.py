@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import fairsweep_cmd, rows
-from fairsweep.providers.sim_server import prompt_fingerprint
+from helpers import fairsweep_cmd, rows, stored_fingerprints, wait_for_ok
 
 
 def write_config(path: Path, db: str, base_url: str, run: str = "sweep", **model) -> Path:
@@ -30,19 +29,6 @@ def env_with(mrni_dir: Path) -> dict:
     return {**os.environ, "FAIRSWEEP_MRNI_DIR": str(mrni_dir)}
 
 
-def wait_for_requests(server, n: int, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while server.stats()["ok"] < n:
-        assert time.monotonic() < deadline, "the run never got going"
-        time.sleep(0.05)
-
-
-def stored_fingerprints(db: str) -> set[str]:
-    messages = rows(db, "SELECT p.messages FROM responses s JOIN requests r USING (request_id) "
-                        "JOIN prompts p USING (benchmark, prompt_key, prompt_hash)")
-    return {prompt_fingerprint(json.loads(m[0])) for m in messages}
-
-
 def test_sigkill_at_a_random_moment_then_resume_loses_and_repeats_nothing(sim, tmp_path, mrni_dir):
     server = sim("--latency-ms", "40", "--latency-jitter-ms", "20", "--fault-500", "0.03")
     db = str(tmp_path / "kill.duckdb")
@@ -51,7 +37,7 @@ def test_sigkill_at_a_random_moment_then_resume_loses_and_repeats_nothing(sim, t
     print(f"kill seed {seed}")
     proc = subprocess.Popen(fairsweep_cmd("run", "--config", str(config), "--limit", "300", "--no-progress"),
                             env=env_with(mrni_dir), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    wait_for_requests(server, 1)
+    wait_for_ok(server, 1)
     time.sleep(random.Random(seed).uniform(0.0, 2.0))
     proc.send_signal(signal.SIGKILL)
     proc.wait()
@@ -75,7 +61,7 @@ def test_ctrl_c_commits_what_arrived_and_prints_the_resume_command(sim, tmp_path
     config = write_config(tmp_path / "sweep.toml", db, server.base_url)
     proc = subprocess.Popen(fairsweep_cmd("run", "--config", str(config), "--limit", "200", "--no-progress"),
                             env=env_with(mrni_dir), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    wait_for_requests(server, 10)
+    wait_for_ok(server, 10)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
@@ -92,7 +78,7 @@ def test_a_second_writer_gets_a_clear_error(sim, tmp_path, mrni_dir):
     first = subprocess.Popen(fairsweep_cmd("run", "--config", str(config), "--limit", "100", "--no-progress"),
                              env=env_with(mrni_dir), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_for_requests(server, 1)
+        wait_for_ok(server, 1)
         second = subprocess.run(fairsweep_cmd("run", "--config", str(config), "--limit", "100", "--no-progress"),
                                 env=env_with(mrni_dir), capture_output=True, text=True, timeout=60)
         assert second.returncode == 2

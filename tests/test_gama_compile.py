@@ -22,7 +22,7 @@ import pytest
 from helpers import make_prompts
 from fairsweep.benchmarks.gama.compile import compile_all, compile_pair, write_prompts_jsonl
 from fairsweep.benchmarks.gama.lexicon import gendered_words
-from fairsweep.benchmarks.gama.prompts import build_prompts, load
+from fairsweep.benchmarks.gama.prompts import load
 from fairsweep.benchmarks.gama.schema import Scenario, capitalisation_problems, cells, load_scenarios
 from fairsweep.benchmarks.sampling import stratified_sample
 from fairsweep.config import SweepConfig

@@ -3,7 +3,6 @@ bound to 127.0.0.1), against the simulated provider on 127.0.0.1 and real DuckDB
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -15,12 +14,11 @@ import pytest
 import ray
 from ray._private import ray_constants
 
-from helpers import fairsweep_cmd, make_prompts, rows, sim_model, sweep
+from helpers import fairsweep_cmd, make_prompts, rows, sim_model, stored_fingerprints, sweep, wait_for_ok
 from fairsweep.engine.executors.ray_executor import RayExecutor
 from fairsweep.engine.executors.ray_limiter import HORIZON_S, PermitBook, Report
 from fairsweep.engine.runner import run_sweep
 from fairsweep.engine.scheduler import RetryPolicy
-from fairsweep.providers.sim_server import prompt_fingerprint
 
 FAST = RetryPolicy(max_attempts=8, backoff_initial_s=0.02, backoff_max_s=0.3)
 GOOD_KEY = "sk-raygood-0123456789abcdefghij"
@@ -182,19 +180,6 @@ def write_config(path: Path, db: str, base_url: str) -> Path:
 def cli_run(config: Path, address: str, limit: int) -> list[str]:
     return fairsweep_cmd("run", "--config", str(config), "--limit", str(limit), "--no-progress",
                          "--executor", "ray", "--ray-address", address)
-
-
-def wait_for_ok(server, n: int, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while server.stats()["ok"] < n:
-        assert time.monotonic() < deadline, "the run never got going"
-        time.sleep(0.05)
-
-
-def stored_fingerprints(db: str) -> set[str]:
-    messages = rows(db, "SELECT p.messages FROM responses s JOIN requests r USING (request_id) "
-                        "JOIN prompts p USING (benchmark, prompt_key, prompt_hash)")
-    return {prompt_fingerprint(json.loads(m[0])) for m in messages}
 
 
 def test_a_killed_driver_is_resumed_like_any_run(ray_cluster, sim, tmp_path, mrni_dir):

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 
-import duckdb
 import pytest
 
-from helpers import make_prompts, rows
+from helpers import make_prompts
 from fairsweep.config import ModelSpec, SweepConfig
 from fairsweep.engine.work import plan_items
 from fairsweep.errors import DatabaseError, RunConflictError

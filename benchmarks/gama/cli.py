@@ -35,6 +35,8 @@ def register(subparsers, add_common_flags) -> None:
     p = verb("check", "cell counts, neutrality, form and within-cell similarity; exit 1 if a check fails",
              cmd_check)
     p.add_argument("--scenarios", help=scenarios_help)
+    from .build import add_verbs as add_build_verbs  # build, import-screening: the construction pipeline
+    add_build_verbs(verb)
 
 
 def _scenario_source(args: argparse.Namespace) -> str | None:

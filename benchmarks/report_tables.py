@@ -80,6 +80,13 @@ def num(value: Any, digits: int = 3, signed: bool = False) -> str:
     return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
 
 
+def p_value(value: float | None) -> str:
+    """A p-value: three decimals, scientific below 0.001."""
+    if value is None:
+        return "—"
+    return f"{value:.3f}" if value >= 0.001 else f"{value:.1e}"
+
+
 def pct(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:.1f}%"
 

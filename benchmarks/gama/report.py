@@ -20,6 +20,7 @@ from rich.table import Table
 
 from ...errors import ConfigError, DatabaseError
 from ...storage.db import open_db
+from ..report_tables import num, p_value
 
 CSV_COLUMNS = ("model", "judge", "track", "metric", "male", "female", "gap", "p")
 DETAIL_COLUMNS = ("run", "model", "judge", "track", "metric", "male", "female", "gap", "p", "p_holm", "statistic",
@@ -94,15 +95,10 @@ def sections(rows: list[dict]) -> dict[tuple, list[dict]]:
 
 
 def _num(value: float | None, signed: bool = False) -> str:
-    if value is None:
-        return "—"
-    return f"{value:+.2f}" if signed else f"{value:.2f}"
+    return num(value, digits=2, signed=signed)
 
 
-def _p(value: float | None) -> str:
-    if value is None:
-        return "—"
-    return f"{value:.3f}" if value >= 0.001 else f"{value:.1e}"
+_p = p_value
 
 
 def row_cells(row: dict) -> list[str]:

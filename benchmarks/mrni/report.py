@@ -22,7 +22,8 @@ from rich.table import Table
 from ...errors import ConfigError, DatabaseError
 from ...storage.db import open_db
 from .. import plots, report_tables
-from ..report_tables import Plot, ReportSection, ReportTable, print_rich, side_by_side, write_csv
+from ..report_tables import (Plot, ReportSection, ReportTable, num, p_value, print_rich, side_by_side,
+                             write_csv)
 from .stats import CONDITIONS, EFFECT_CONDITION
 
 MARK = "†"
@@ -176,16 +177,8 @@ def build_sections(conditions: list[dict], effects: list[dict]) -> list[Section]
 # ------------------------------------------------------------------------------ cells
 
 
-def _num(value: float | None, digits: int = 3, signed: bool = False) -> str:
-    if value is None:
-        return "—"
-    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
-
-
-def _p(value: float | None) -> str:
-    if value is None:
-        return "—"
-    return f"{value:.3f}" if value >= 0.001 else f"{value:.1e}"
+_num = num
+_p = p_value
 
 
 def _coverage(row: dict) -> str:

@@ -18,7 +18,7 @@ def mrni_dir() -> Path:
     value = os.environ.get("FAIRSWEEP_MRNI_DIR")
     if not value:
         pytest.fail("set FAIRSWEEP_MRNI_DIR to the MRNI-BB data folder (e.g. ../shared/data/mrni-bb)")
-    path = Path(value)
+    path = Path(value).resolve()  # a relative value (the README's default) must survive a chdir or a symlink
     if not path.is_dir():
         pytest.fail(f"FAIRSWEEP_MRNI_DIR={value} is not a directory")
     return path

@@ -65,7 +65,7 @@ def test_a_modified_item_file_is_refused(mrni_dir, tmp_path):
         if path.is_file():
             target = copy / path.relative_to(mrni_dir)
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.symlink_to(path)
+            target.symlink_to(path.resolve())
     items = copy / "MRNI_items" / "MRNI_EN.tsv"
     text = items.read_text(encoding="utf-8")
     items.unlink()

@@ -99,6 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
     data.add_argument("action", choices=("fetch", "verify"))
     data.add_argument("--data-dir", help="fetch: where to put it (default: the cache); verify: what to check")
     data.add_argument("--base-url", help="fetch from a mirror of the upstream data/ folder")
+    data.add_argument("--from", dest="source", help="fetch: install a local copy of the upstream data/ folder "
+                                                    "into the cache (verified like a download)")
     data.add_argument("--debug", action="store_true")
 
     score = sub.add_parser("score", help="(re)score stored responses offline: parse answers, run judges")
@@ -275,7 +277,8 @@ def cmd_data(args: argparse.Namespace, argv: list[str]) -> int:
     from .benchmarks.mrni import data
 
     if args.action == "fetch":
-        dest = data.fetch(Path(args.data_dir) if args.data_dir else None, args.base_url)
+        dest = data.fetch(Path(args.data_dir) if args.data_dir else None, args.base_url,
+                          source_dir=Path(args.source) if args.source else None)
         print(f"MRNI-BB data verified and stored in {dest}")
         return EXIT_OK
     target = data.resolve_data_dir(args.data_dir)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import http.server
 import shutil
 import subprocess
@@ -96,3 +97,19 @@ def test_stratified_sample_is_deterministic_and_proportional(mrni_dir):
     # 588 / 2352 of each language is one condition's quarter share: 6 of 48 for the 4-prompt conditions.
     assert by_stratum["en/disambiguated_ga"] == 6 and by_stratum["it/ambiguous_gs"] == 3
     assert len(a) == 48
+
+
+def test_fetch_from_a_local_copy_installs_it_into_the_cache(mrni_dir, tmp_path):
+    """The README's main job on a machine without network: `data fetch --from DIR` fills the cache,
+    and later commands find the data with no flag or variable."""
+    env = {k: v for k, v in os.environ.items() if k != "FAIRSWEEP_MRNI_DIR"}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
+    missing = subprocess.run(fairsweep_cmd("data", "fetch", "--from", str(tmp_path / "nowhere")), env=env,
+                             capture_output=True, text=True, timeout=60)
+    assert missing.returncode == 2 and "no such directory" in missing.stderr
+    assert len(missing.stderr.strip().splitlines()) == 1
+    done = subprocess.run(fairsweep_cmd("data", "fetch", "--from", os.path.relpath(mrni_dir)), env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    check = subprocess.run(fairsweep_cmd("data", "verify"), env=env, capture_output=True, text=True, timeout=60)
+    assert check.returncode == 0 and "match the pinned commit" in check.stdout

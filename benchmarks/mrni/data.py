@@ -87,9 +87,16 @@ def require_verified(data_dir: Path) -> None:
                         f"run `fairsweep data fetch` or point --data-dir at an intact copy")
 
 
-def fetch(dest: Path | None = None, base_url: str | None = None, timeout_s: float = 60) -> Path:
-    """Download every pinned file, verify it, and move the whole set into place at once."""
+def fetch(dest: Path | None = None, base_url: str | None = None, timeout_s: float = 60,
+          source_dir: Path | None = None) -> Path:
+    """Download every pinned file (or copy it from `source_dir`, a local copy of the upstream data/
+    folder), verify it, and move the whole set into place at once."""
     dest = dest or cache_dir()
+    if source_dir is not None:
+        if not source_dir.is_dir():
+            raise DataError(f"--from {source_dir}: no such directory: give a local copy of the MRNI-BB data/ "
+                            f"folder, or leave --from out to download it")
+        base_url = source_dir.resolve().as_uri()  # the same copy-and-verify path as a download
     base_url = (base_url or os.environ.get(ENV_URL) or default_base_url()).rstrip("/")
     dest.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".mrni-fetch-", dir=dest.parent))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,6 +14,12 @@ from typing import Any
 from .errors import ConfigError
 
 LOCAL_MODEL = "local/smollm2"
+
+
+def local_default_concurrency() -> int:
+    """The embedded model's default max_concurrency: one worker process per core, at most 8."""
+    return max(1, min(8, os.cpu_count() or 1))
+
 KNOWN_BENCHMARKS = ("mrni", "mrni-likert", "gama")
 
 _MODEL_FIELDS = {
@@ -68,7 +75,8 @@ class SweepConfig:
     db: str = "fairsweep.duckdb"
     run: str = "default"
     benchmarks: tuple[str, ...] = ("mrni",)
-    models: tuple[ModelSpec, ...] = (ModelSpec(name="smollm2", model=LOCAL_MODEL, max_concurrency=1),)
+    models: tuple[ModelSpec, ...] = (ModelSpec(name="smollm2", model=LOCAL_MODEL,
+                                                max_concurrency=local_default_concurrency()),)
     judges: tuple[ModelSpec, ...] = ()
     data_dir: str | None = None
     limit: int | None = None
@@ -119,7 +127,7 @@ def _model_from_table(table: dict[str, Any], where: str) -> ModelSpec:
     table = dict(table)
     table.setdefault("name", table["model"].replace("/", "-"))
     if table["model"] == LOCAL_MODEL:
-        table.setdefault("max_concurrency", 1)
+        table.setdefault("max_concurrency", local_default_concurrency())
     spec = ModelSpec(**table)
     _check_model(spec, where)
     return spec

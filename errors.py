@@ -33,6 +33,10 @@ class MissingDependencyError(FairsweepError):
     """An optional package needed for this model or feature is not installed."""
 
 
+class NativeCodeError(FairsweepError):
+    """Native code (llama.cpp) cannot run here: it crashed by a signal or cannot load its model."""
+
+
 _KEY_PATTERNS = re.compile(r"(sk-[A-Za-z0-9_\-]{8,}|AKIA[0-9A-Z]{16}|Bearer\s+[A-Za-z0-9_\-\.]{8,})")
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..config import ModelSpec, SweepConfig
+from ..providers.registry import preflight
 from ..storage.cache import serve_from_cache
 from ..storage.checkpoint import plan_requests, register_run, remaining
 from ..storage.db import open_db
@@ -71,6 +72,8 @@ def run_sweep(config: SweepConfig, prompts: list[Prompt], *, command: str, specs
     specs = list(specs if specs is not None else config.models)
     policy = policy or RetryPolicy(max_attempts=config.max_attempts)
     executor = executor or select_executor(config)
+    for spec in specs:
+        preflight(spec)  # e.g. native code that cannot run here: stop before the DB is touched
     conn = open_db(config.db)
     try:
         session_id = register_run(conn, config, command)

@@ -32,12 +32,19 @@ def adapter_name(spec: ModelSpec) -> str:
     return "litellm"
 
 
+def preflight(spec: ModelSpec) -> None:
+    """Checks before a run sends anything to this model (raises a FairsweepError that names the fix)."""
+    if adapter_name(spec) == "local":
+        from .local_llama import preflight as local_preflight
+        local_preflight()
+
+
 def make_provider(spec: ModelSpec) -> Provider:
     """Build the adapter for one [[models]] entry."""
     kind = adapter_name(spec)
     if kind == "local":
         from .local_llama import LocalLlamaProvider
-        return LocalLlamaProvider()
+        return LocalLlamaProvider(workers=spec.max_concurrency)
     if kind == "openai_compat":
         from .openai_compat import OpenAICompatProvider
         prefix, _, bare = spec.model.partition("/") if "/" in spec.model else ("", "", spec.model)

@@ -60,7 +60,9 @@ class EmbeddingBackend:
 
             from ...errors import MissingDependencyError
             from ...providers.local_llama import smollm2_path
+            from ...providers.native_check import ensure_native_ok
 
+            ensure_native_ok(self.model_path or smollm2_path())  # a SIGILL here would end the process
             if not hasattr(llama_cpp, "LLAMA_POOLING_TYPE_MEAN"):
                 raise MissingDependencyError("embedding mode needs llama-cpp-python >= 0.2.60: pip install -U "
                                              "llama-cpp-python, or use --similarity tfidf")

@@ -72,6 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--ray-address", help="Ray cluster to join, e.g. HEAD_IP:6379 (implies --executor ray; "
                                            "default: RAY_ADDRESS or a cluster started here with `ray start`)")
     run.add_argument("--dry-run", action="store_true", help="print the plan (requests, tokens, cost, time); send nothing")
+    run.add_argument("--retry-failed", nargs="*", metavar="CLASS",
+                     help="send stored final failures again: all of them, or those of these error classes "
+                          "(e.g. context_length invalid_output; see `fairsweep status`)")
 
     plan = sub.add_parser("plan", help="what a run would send, cost and take, after what the DB already holds")
     _common(plan)
@@ -160,8 +163,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
+    from .benchmarks.pipeline import run_pipeline
     from .benchmarks.registry import load_prompts
-    from .engine.runner import run_sweep
     from .console import print_run_summary
 
     config = resolve_config(args)
@@ -169,53 +172,24 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
     if args.dry_run:
         return cmd_plan(args, argv, config, prompts)
     command = "fairsweep " + shlex.join(argv)
-    outcome = run_sweep(config, prompts, command=command, progress=not args.no_progress)
-    print_run_summary(outcome, command)
-    outcomes = [outcome]
-    if not outcome.interrupted:
-        outcomes += run_later_stages(config, command, not args.no_progress)
-    if not outcomes[-1].interrupted:
-        score_benchmarks(config, config.benchmarks)
+    outcomes = run_pipeline(config, prompts, command=command, progress=not args.no_progress,
+                            report=lambda outcome: print_run_summary(outcome, command),
+                            retry_failed=retry_classes(args.retry_failed))
     if any(o.interrupted for o in outcomes):
         return EXIT_INTERRUPTED
     return EXIT_OK if all(o.complete for o in outcomes) else EXIT_INCOMPLETE
 
 
-def run_later_stages(config: SweepConfig, command: str, progress: bool) -> list:
-    """Second stages over stored responses (e.g. GAMA's judges), each an ordinary engine run."""
-    from .benchmarks.registry import STAGES, resolve
-    from .console import print_run_summary
-
-    outcomes = []
-    for name in config.benchmarks:
-        if name in STAGES:
-            outcome = resolve(STAGES, name, "run a later stage")(config, command, progress)
-            if outcome is not None:
-                print_run_summary(outcome, command)
-                outcomes.append(outcome)
-                if outcome.interrupted:
-                    break
-    return outcomes
-
-
-def score_benchmarks(config: SweepConfig, benchmarks) -> None:
-    """Score what is stored for each benchmark that has a scorer (parsers, judges); offline."""
-    from .benchmarks.registry import SCORERS, resolve
-    from .storage.db import open_db
-
-    for name in benchmarks:
-        if name not in SCORERS:
-            continue
-        conn = open_db(config.db)
-        try:
-            counts = resolve(SCORERS, name, "score")(conn, config)
-        finally:
-            conn.close()
-        if counts:
-            print(f"scored {name}: " + ", ".join(f"{k} {v}" for k, v in counts.items()), file=sys.stderr)
+def retry_classes(flag: list[str] | None) -> tuple[str, ...] | None:
+    """--retry-failed: None when not given, () for every final failure, else the error classes named."""
+    if flag is None:
+        return None
+    return tuple(c for value in flag for c in value.split(",") if c)
 
 
 def cmd_score(args: argparse.Namespace, argv: list[str]) -> int:
+    from .benchmarks.pipeline import score_benchmarks
+
     config = resolve_config(args)
     score_benchmarks(config, [b for v in (args.bench or []) for b in v.split(",")] or config.benchmarks)
     return EXIT_OK

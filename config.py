@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .benchmarks.registry import BENCHMARKS, identity_fields
 from .errors import ConfigError
 
 LOCAL_MODEL = "local/smollm2"
@@ -20,7 +21,7 @@ def local_default_concurrency() -> int:
     """The embedded model's default max_concurrency: one worker process per core, at most 8."""
     return max(1, min(8, os.cpu_count() or 1))
 
-KNOWN_BENCHMARKS = ("mrni", "mrni-likert", "gama")
+KNOWN_BENCHMARKS = tuple(BENCHMARKS)
 
 _MODEL_FIELDS = {
     "name", "model", "api_base", "api_key_env", "rpm", "tpm", "max_concurrency", "temperature",
@@ -96,10 +97,9 @@ class SweepConfig:
         """The part a resumed run must keep: models, generation parameters, benchmarks."""
         # Judges are not part of it: each judge stage is its own run, so a judge can be added later.
         identity = {"benchmarks": sorted(self.benchmarks), "models": [m.identity() for m in self.models]}
-        if "mrni-likert" in self.benchmarks:
-            identity["likert_points"] = self.likert_points  # the scale changes the prompts
-        if "gama" in self.benchmarks and self.gama_scenarios:
-            identity["gama_scenarios"] = self.gama_scenarios
+        for name in identity_fields(self.benchmarks):  # fields that change the prompts (the registry's)
+            if getattr(self, name) is not None:
+                identity[name] = getattr(self, name)
         return identity
 
     def identity_hash(self) -> str:

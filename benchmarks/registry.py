@@ -1,39 +1,64 @@
-"""Benchmarks by name: how each loads its prompts, scores stored responses and reports.
+"""Benchmarks by name: how each loads its prompts, scores stored responses, runs later stages and
+reports, and which config fields change its prompts (part of a run's identity).
 
-A table of "module:function" entries, imported only when used. A benchmark module plugs in here;
-the engine never imports a benchmark.
+A table of "module:function" entries, imported only when used, so this module is cheap to import (the
+config schema reads the names and identity fields from it). A benchmark module plugs in here; the
+engine never imports a benchmark.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
 
-from ..config import SweepConfig
-from ..engine.work import Prompt
 from ..errors import ConfigError
 
-# build(config, data_dir) -> list[Prompt] in the benchmark's fixed order
-LOADERS = {
-    "mrni": "fairsweep.benchmarks.mrni.prompts:load",
-    "mrni-likert": "fairsweep.benchmarks.mrni.likert:load",
-    "gama": "fairsweep.benchmarks.gama.prompts:load",
+if TYPE_CHECKING:
+    from ..config import SweepConfig
+    from ..records import Prompt
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """`load(config, data_dir) -> list[Prompt]` in the benchmark's fixed order; `score(conn, config) ->
+    dict` of counts (offline, re-runnable); `stage(config, command, progress) -> RunOutcome | None`, a
+    later engine run over stored responses (GAMA's judges); `report(db, runs, fmt, out)`;
+    `identity_fields`: config fields that change the prompts, so a resumed run must keep them."""
+
+    load: str
+    score: str | None = None
+    stage: str | None = None
+    report: str | None = None
+    identity_fields: tuple[str, ...] = ()
+
+
+BENCHMARKS: dict[str, Benchmark] = {
+    "mrni": Benchmark(load="fairsweep.benchmarks.mrni.prompts:load",
+                      score="fairsweep.benchmarks.mrni.score:score_run",
+                      report="fairsweep.benchmarks.mrni.report:report"),
+    "mrni-likert": Benchmark(load="fairsweep.benchmarks.mrni.likert:load",
+                             score="fairsweep.benchmarks.mrni.likert:score_run",
+                             report="fairsweep.benchmarks.mrni.likert_report:report",
+                             identity_fields=("likert_points",)),
+    "gama": Benchmark(load="fairsweep.benchmarks.gama.prompts:load",
+                      score="fairsweep.benchmarks.gama.score:score_run",
+                      stage="fairsweep.benchmarks.gama.judge:stage",
+                      report="fairsweep.benchmarks.gama.report:report",
+                      identity_fields=("gama_scenarios",)),
 }
-# score(conn, config) -> dict of counts: parse or judge what is stored, offline, re-runnable
-# (a benchmark with no entry has nothing to score)
-SCORERS: dict[str, str] = {}
-SCORERS["mrni"] = "fairsweep.benchmarks.mrni.score:score_run"
-SCORERS["mrni-likert"] = "fairsweep.benchmarks.mrni.likert:score_run"
-SCORERS["gama"] = "fairsweep.benchmarks.gama.score:score_run"
-# stage(config, command, progress) -> RunOutcome: a later stage over stored responses (GAMA's judges),
-# run after the target stage by `fairsweep run`; it asks the engine for another run_sweep.
-STAGES: dict[str, str] = {}
-STAGES["gama"] = "fairsweep.benchmarks.gama.judge:stage"
-# report(db, runs, fmt, out) -> None: tables from the SQL views (runs None = every run)
-REPORTERS: dict[str, str] = {}
-REPORTERS["mrni"] = "fairsweep.benchmarks.mrni.report:report"
-REPORTERS["mrni-likert"] = "fairsweep.benchmarks.mrni.likert_report:report"
-REPORTERS["gama"] = "fairsweep.benchmarks.gama.report:report"
+
+
+def _table(role: str) -> dict[str, str]:
+    return {name: target for name, b in BENCHMARKS.items() if (target := getattr(b, role))}
+
+
+LOADERS, SCORERS, STAGES, REPORTERS = (_table(role) for role in ("load", "score", "stage", "report"))
+
+
+def identity_fields(benchmarks: tuple[str, ...]) -> tuple[str, ...]:
+    """The config fields that change the prompts of these benchmarks."""
+    return tuple(f for name in benchmarks if name in BENCHMARKS for f in BENCHMARKS[name].identity_fields)
 
 
 def resolve(table: dict[str, str], name: str, what: str) -> Callable[..., Any]:

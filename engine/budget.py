@@ -16,12 +16,9 @@ class SpendCap:
     scope: str
     cap: float | None
     spent: float = 0.0
-    unknown_costs: int = 0
 
     def add(self, cost: float | None) -> None:
-        if cost is None:
-            self.unknown_costs += 1  # an unknown price cannot count towards the cap: reported, not hidden
-        else:
+        if cost is not None:  # an unknown price cannot count towards the cap (plan says which models)
             self.spent += cost
 
     @property

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..providers.base import Completion
-
 FIELDS = ("provider_model", "system_fingerprint")
 
 
@@ -19,11 +17,8 @@ class DriftWatch:
     known: dict[str, set[str]] = field(default_factory=lambda: {f: set() for f in FIELDS})
     reported: set[tuple[str, str]] = field(default_factory=set)
 
-    def observe(self, completion: Completion) -> list[tuple[str, str, str]]:
-        """New (field, previous, observed) changes in this completion; the first values seen are learned."""
-        return self.observe_values(completion.provider_model, completion.system_fingerprint)
-
     def observe_values(self, provider_model: str | None, fingerprint: str | None) -> list[tuple[str, str, str]]:
+        """New (field, previous, observed) changes in one answer; the first values seen are learned."""
         changes = []
         for name, value in zip(FIELDS, (provider_model, fingerprint)):
             if value is None:
@@ -37,15 +32,10 @@ class DriftWatch:
         return changes
 
 
-def load_known(conn, run: str, model: str) -> DriftWatch:
-    """The values stored for this run and model before this session."""
+def watch_from(model: str, answered_as: list[tuple[str | None, str | None]]) -> DriftWatch:
+    """A watch that knows the (provider_model, fingerprint) pairs stored before this session."""
     watch = DriftWatch(model)
-    rows = conn.execute("""
-        SELECT DISTINCT s.provider_model, s.system_fingerprint
-        FROM responses s JOIN requests r USING (request_id)
-        JOIN attempts a ON a.attempt_id = s.attempt_id
-        WHERE r.run = ? AND r.model = ? AND a.outcome = 'ok'""", [run, model]).fetchall()
-    for provider_model, fingerprint in rows:
+    for provider_model, fingerprint in answered_as:
         if provider_model:
             watch.known["provider_model"].add(provider_model)
         if fingerprint:

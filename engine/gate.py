@@ -10,10 +10,13 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timezone
 
+from ..records import DriftRow
+from ..storage.provenance import answered_as, spent_by_model
 from .budget import SpendCap
-from .drift import DriftWatch
+from .drift import DriftWatch, watch_from
 
 log = logging.getLogger(__name__)
+
 
 class SendGate:
     """Per-model spend caps (model and run scope) and drift watches for one session."""
@@ -24,7 +27,7 @@ class SendGate:
         self.caps = caps
         self.drift = drift
         self.strict_drift = strict_drift
-        self._record_drift = record_drift  # callable(row tuple) -> None, e.g. the batch writer
+        self._record_drift = record_drift  # callable(DriftRow) -> None: the batch writer's add
         self._stops: dict[str, str] = {}
         self.drift_warnings: list[str] = []
 
@@ -51,20 +54,17 @@ class SendGate:
                        f"came from {previous!r}")
             log.warning(message)
             self.drift_warnings.append(message)
-            self._record_drift((self.run, model, request_id, name, previous, observed, datetime.now(timezone.utc)))
+            self._record_drift(DriftRow(self.run, model, request_id, name, previous, observed,
+                                        datetime.now(timezone.utc)))
             if self.strict_drift:
                 self._stops[model] = f"{message}; strict_drift is set: start a new run (--run NEW_NAME)"
 
 
 def build_gate(conn, config, specs, writer) -> SendGate:
     """Caps and drift watches for one session, starting from what the DB already holds for the run."""
-    from .drift import load_known
-
-    spent = dict(conn.execute("""
-        SELECT r.model, coalesce(sum(s.cost_usd), 0) FROM responses s JOIN requests r USING (request_id)
-        WHERE r.run = ? GROUP BY r.model""", [config.run]).fetchall())
-    run_cap = SpendCap(f"run {config.run}", config.max_cost, float(sum(spent.values())))
-    caps = {spec.name: [SpendCap(f"model {spec.name}", spec.max_cost, float(spent.get(spec.name, 0.0))), run_cap]
+    spent = spent_by_model(conn, config.run)
+    run_cap = SpendCap(f"run {config.run}", config.max_cost, sum(spent.values()))
+    caps = {spec.name: [SpendCap(f"model {spec.name}", spec.max_cost, spent.get(spec.name, 0.0)), run_cap]
             for spec in specs}
-    drift = {spec.name: load_known(conn, config.run, spec.name) for spec in specs}
-    return SendGate(config.run, caps, drift, config.strict_drift, lambda row: writer.add("drift_events", row))
+    drift = {spec.name: watch_from(spec.name, answered_as(conn, config.run, spec.name)) for spec in specs}
+    return SendGate(config.run, caps, drift, config.strict_drift, writer.add)

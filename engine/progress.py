@@ -12,9 +12,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 class ProgressReporter:
     """Async context manager; draws nothing when disabled or when stderr is not a terminal."""
 
-    def __init__(self, queues, outcomes, *, enabled: bool = True):
-        self.queues = queues
-        self.outcomes = {o.name: o for o in outcomes}
+    def __init__(self, queues, totals: dict[str, tuple[int, int]], *, enabled: bool = True):
+        self.queues = queues  # objects with .spec, .counts and .limiter.stats (ModelQueue, ModelTally)
+        self.totals = totals  # model -> (planned, done before this session)
         console = Console(stderr=True)
         self.enabled = enabled and console.is_terminal and bool(queues)
         self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -27,9 +27,9 @@ class ProgressReporter:
         if self._progress:
             self._progress.start()
             for q in self.queues:
-                out = self.outcomes[q.spec.name]
-                self._tasks[q.spec.name] = self._progress.add_task(q.spec.name, total=out.planned,
-                                                                   completed=out.already_done, note="")
+                planned, done = self.totals.get(q.spec.name, (0, 0))
+                self._tasks[q.spec.name] = self._progress.add_task(q.spec.name, total=planned, completed=done,
+                                                                   note="")
             self._ticker = asyncio.create_task(self._tick())
         return self
 
@@ -50,6 +50,7 @@ class ProgressReporter:
 
     def _draw(self) -> None:
         for q in self.queues:
-            out = self.outcomes[q.spec.name]
-            note = f"429s {q.limiter.stats.rate_limited}" + ("  stopped" if q.stopped else "")
-            self._progress.update(self._tasks[q.spec.name], completed=out.already_done + q.stored + q.failed, note=note)
+            done = self.totals.get(q.spec.name, (0, 0))[1]
+            note = f"429s {q.limiter.stats.rate_limited}" + ("  stopped" if q.counts.stopped else "")
+            self._progress.update(self._tasks[q.spec.name], completed=done + q.counts.stored + q.counts.failed,
+                                  note=note)

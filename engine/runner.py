@@ -6,56 +6,25 @@ DB, the plan and the single writer, whichever executor sends.
 
 from __future__ import annotations
 
-import asyncio
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..config import ModelSpec, SweepConfig
 from ..providers.registry import preflight
+from ..records import Prompt, WorkItem
 from ..storage.cache import serve_from_cache
-from ..storage.checkpoint import plan_requests, register_run, remaining
+from ..storage.checkpoint import answered_count, plan_requests, register_run, remaining
 from ..storage.db import open_db
 from ..storage.writer import BatchWriter
 from .executors import SweepJob, select_executor
 from .gate import build_gate
+from .outcome import ModelOutcome, RunOutcome
 from .scheduler import OutputCheck, RetryPolicy
-from .work import Prompt, WorkItem, plan_items
+from .work import plan_items
 
 if TYPE_CHECKING:
     from .executors import Executor
 
-
-@dataclass
-class ModelOutcome:
-    """What a session did for one model, and what is still missing."""
-
-    name: str
-    planned: int
-    already_done: int
-    cached: int = 0
-    stored: int = 0
-    failed: int = 0
-    gave_up: int = 0
-    not_sent: int = 0
-    stopped: str | None = None
-    last_errors: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def missing(self) -> int:
-        return self.gave_up + self.not_sent
-
-
-@dataclass
-class RunOutcome:
-    run: str
-    db: str
-    models: list[ModelOutcome]
-    interrupted: bool = False
-    warnings: list[str] = field(default_factory=list)
-
-    @property
-    def complete(self) -> bool:
-        return not self.interrupted and all(m.missing == 0 for m in self.models)
+__all__ = ["run_sweep", "plan_work", "ModelOutcome", "RunOutcome"]
 
 
 def plan_work(config: SweepConfig, prompts: list[Prompt], specs: list[ModelSpec]) -> dict[str, list[WorkItem]]:
@@ -63,12 +32,12 @@ def plan_work(config: SweepConfig, prompts: list[Prompt], specs: list[ModelSpec]
 
 
 def run_sweep(config: SweepConfig, prompts: list[Prompt], *, command: str, specs: list[ModelSpec] | None = None,
-              progress: bool = True, policy: RetryPolicy | None = None,
-              check: OutputCheck | None = None, executor: Executor | None = None) -> RunOutcome:
+              progress: bool = True, policy: RetryPolicy | None = None, check: OutputCheck | None = None,
+              executor: Executor | None = None, retry_failed: tuple[str, ...] | None = None) -> RunOutcome:
     """Run (or resume) `config.run` over `prompts` for every model (default: config.models; a later
     stage passes e.g. the judges); commits whatever arrives. `check` rejects unusable answers: they are
-    retried like transient errors, then recorded as a permanent 'invalid_output' failure.
-    `executor` defaults to the one config.executor names."""
+    retried like transient errors, then recorded as a final 'invalid_output' failure. `retry_failed`:
+    send stored final failures again (() = all, else these error classes). `executor` defaults to the one config.executor names."""
     specs = list(specs if specs is not None else config.models)
     policy = policy or RetryPolicy(max_attempts=config.max_attempts)
     executor = executor or select_executor(config)
@@ -79,20 +48,22 @@ def run_sweep(config: SweepConfig, prompts: list[Prompt], *, command: str, specs
         session_id = register_run(conn, config, command)
         planned = plan_work(config, prompts, specs)
         plan_requests(conn, [item for items in planned.values() for item in items])
-        todo = {name: remaining(conn, items) for name, items in planned.items()}
-        outcomes = [ModelOutcome(name, len(planned[name]), len(planned[name]) - len(todo[name])) for name in planned]
+        todo = {name: remaining(conn, items, retry_failed) for name, items in planned.items()}
+        outcomes = [ModelOutcome(name, len(items), len(items) - len(todo[name]), answered_count(conn, items))
+                    for name, items in planned.items()]
         for outcome in outcomes:  # identical deterministic requests already answered in this DB: never re-sent
             still = serve_from_cache(conn, todo[outcome.name], session_id)
             outcome.cached, todo[outcome.name] = len(todo[outcome.name]) - len(still), still
         writer = BatchWriter(conn, flush_rows=config.flush_rows, flush_ms=config.flush_ms)
         gate = build_gate(conn, config, specs, writer)
-        interrupted = False
+        totals = {o.name: (o.planned, o.already_done + o.cached) for o in outcomes}
         try:
-            executor.execute(SweepJob(specs, todo, outcomes, writer, session_id, policy, progress, check, gate))
-        except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C, or SIGTERM cancelling the loop
-            interrupted = True
+            sent = executor.execute(SweepJob(specs, todo, writer, session_id, policy, progress, check, gate, totals))
         finally:
             writer.close()
-        return RunOutcome(config.run, config.db, outcomes, interrupted, warnings=list(gate.drift_warnings))
+        for outcome in outcomes:
+            if outcome.name in sent.models:
+                outcome.add(sent.models[outcome.name])
+        return RunOutcome(config.run, config.db, outcomes, sent.interrupted, warnings=list(gate.drift_warnings))
     finally:
         conn.close()

@@ -14,12 +14,13 @@ from typing import Callable
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, wait_random_exponential
 
 from ..config import ModelSpec
-from ..providers.base import (AuthError, ChatRequest, PermanentError, Provider, ProviderFailure, RateLimitedError,
-                              TransientError)
+from ..providers.base import (AuthError, ChatRequest, ConfigurationError, PermanentError, Provider, ProviderFailure,
+                              RateLimitedError, TransientError)
+from ..records import WorkItem
 from .attempts import AttemptRecorder, now_utc
 from .gate import SendGate
-from .limiter import ProviderLimiter
-from .work import WorkItem
+from .limiter import ModelStopped
+from .outcome import SendCounts
 
 
 @dataclass(frozen=True)
@@ -34,18 +35,29 @@ class RetryPolicy:
 
 @dataclass
 class ModelQueue:
-    """One model's remaining work and what happened to it in this session."""
+    """One model's remaining work and what happened to it in this session. `limiter` is the model's
+    view of its key's limits (engine.limiter.ModelLimiter, or the Ray transport's)."""
 
     spec: ModelSpec
     provider: Provider
-    limiter: ProviderLimiter
+    limiter: object
     items: deque[WorkItem]
-    stored: int = 0
-    failed: int = 0
-    gave_up: int = 0
-    stopped: str | None = None
+    counts: SendCounts = field(default_factory=SendCounts)
+    set_aside: int = 0  # answered "misconfigured": not sent again in this session, still pending
     in_flight: int = 0
-    last_errors: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def stopped(self) -> str | None:
+        return self.counts.stopped
+
+    def stop(self, reason: str) -> None:
+        if self.counts.stopped is None:
+            self.counts.stopped = reason
+
+    def final_counts(self) -> SendCounts:
+        self.counts.not_sent = len(self.items) + self.in_flight + self.set_aside
+        self.counts.rate_limited = self.limiter.stats.rate_limited
+        return self.counts
 
 
 def estimate_tokens(item: WorkItem) -> int:
@@ -82,8 +94,8 @@ class Scheduler:
 
     async def _worker(self, queue: ModelQueue) -> None:
         while queue.items and queue.stopped is None:
-            if self.gate is not None and (reason := self.gate.stopped(queue.spec.name)):
-                queue.stopped = reason  # a spend cap or strict drift: stop taking this model's items
+            if reason := queue.limiter.stopped or (self.gate and self.gate.stopped(queue.spec.name)):
+                queue.stop(reason)  # auth, configuration, breaker, a spend cap or strict drift
                 break
             item = queue.items.popleft()
             queue.in_flight += 1
@@ -93,30 +105,32 @@ class Scheduler:
                 queue.in_flight -= 1
 
     async def _send(self, queue: ModelQueue, item: WorkItem) -> None:
-        """Send one item until it is stored, fails for good, or runs out of transient retries."""
+        """Send one item until it is stored, fails for good, runs out of transient retries, or its
+        model stops."""
+        counts = queue.counts
         try:
             try:
                 await self._attempt(queue, item, 1)  # fast path: most calls need no retry machinery
             except (TransientError, RateLimitedError) as first:
                 await self._retry(queue, item, first)
-            queue.stored += 1
+            counts.stored += 1
         except PermanentError as exc:
-            queue.failed += 1
-            queue.last_errors[exc.error_class] = exc.message
-        except AuthError as exc:
-            queue.items.appendleft(item)  # not done: it stays in the queue, counted as not sent
-            if queue.stopped is None:
-                queue.stopped = exc.message
+            counts.failed += 1
+            counts.error(exc.error_class, exc.message)
+        except ModelStopped as exc:
+            queue.items.appendleft(item)  # not done: pending, resumed by the same command after the fix
+            queue.stop(exc.reason)
+        except ConfigurationError as exc:
+            queue.set_aside += 1  # pending; never retried in this session, so no loop on it
+            counts.error(exc.error_class, exc.message)
         except InvalidOutputError as exc:
             # Out of tries and still invalid: a recorded failure of the request, never a silent drop.
-            self.recorder.failure(item, self.policy.max_attempts + 1, now_utc(), 0.0, PermanentError(
-                f"output still invalid after {self.policy.max_attempts} tries: {exc.message}",
-                error_class="invalid_output"))
-            queue.failed += 1
-            queue.last_errors[exc.error_class] = exc.message
+            self.recorder.invalid(item, self.policy.max_attempts + 1, exc.message)
+            counts.failed += 1
+            counts.error(exc.error_class, exc.message)
         except TransientError as exc:
-            queue.gave_up += 1
-            queue.last_errors[exc.error_class] = exc.message
+            counts.gave_up += 1
+            counts.error(exc.error_class, exc.message)
 
     async def _retry(self, queue: ModelQueue, item: WorkItem, first: ProviderFailure) -> None:
         """The retry loop (tenacity). Attempt 1 replays the fast path's failure so that tenacity
@@ -139,26 +153,25 @@ class Scheduler:
                 number = attempt.retry_state.attempt_number
                 if number == 1:
                     raise first
+                queue.counts.retries += 1
                 await self._attempt(queue, item, number)
 
     async def _attempt(self, queue: ModelQueue, item: WorkItem, attempt_no: int) -> None:
         request = ChatRequest(model=queue.spec.model, messages=list(item.prompt.messages), params=item.params,
                               timeout_s=queue.spec.timeout_s)
-        async with queue.limiter.slot(estimate_tokens(item)) as lease:
-            if queue.stopped is not None:  # another worker hit an auth failure while we waited
-                raise AuthError(queue.stopped, error_class="auth")
+        limiter = queue.limiter
+        async with limiter.slot(estimate_tokens(item)) as lease:
             started, t0 = now_utc(), time.perf_counter()
             try:
                 completion = await queue.provider.complete(request)
             except ProviderFailure as failure:
                 self.recorder.failure(item, attempt_no, started, (time.perf_counter() - t0) * 1000, failure)
-                if isinstance(failure, RateLimitedError):
-                    queue.limiter.on_rate_limited(lease, failure.retry_after)
+                self._learn(limiter, lease, failure)
                 raise
             if completion.prompt_tokens is not None:
                 lease.actual_tokens = completion.prompt_tokens + max(
                     completion.completion_tokens or 0, int(item.params.get("max_tokens") or 0))
-        queue.limiter.on_success()
+        limiter.on_success()
         latency_ms = (time.perf_counter() - t0) * 1000
         if self.check is not None and (reason := self.check(item, completion.text)) is not None:
             failure = InvalidOutputError(f"{reason}; output: {completion.text[:200]!r}", error_class="invalid_output")
@@ -168,3 +181,19 @@ class Scheduler:
         if self.gate is not None:
             self.gate.observe(queue.spec.name, item.request_id, completion.cost_usd, completion.provider_model,
                               completion.system_fingerprint)
+
+    @staticmethod
+    def _learn(limiter, lease, failure: ProviderFailure) -> None:
+        """Tell the key's limits what a failure says about the endpoint; stop the model when they say so."""
+        if isinstance(failure, RateLimitedError):
+            limiter.on_rate_limited(lease, failure.retry_after)
+        elif isinstance(failure, AuthError):
+            raise ModelStopped(limiter.stop(failure.message)) from failure
+        elif isinstance(failure, ConfigurationError):
+            if reason := limiter.on_config_failure(failure.message):
+                raise ModelStopped(reason) from failure
+        elif failure.endpoint:
+            if reason := limiter.on_endpoint_failure(failure.message):
+                raise ModelStopped(reason) from failure
+        else:
+            limiter.on_reply()

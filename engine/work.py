@@ -3,43 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-import json
-from dataclasses import dataclass
 from typing import Any
 
 from ..config import ModelSpec
+from ..records import Prompt, WorkItem, canonical_json
 
-
-def canonical_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-
-
-@dataclass(frozen=True)
-class Prompt:
-    """A benchmark prompt: a stable key, the chat messages, and metadata for the SQL views."""
-
-    benchmark: str
-    key: str
-    messages: tuple[dict[str, Any], ...]
-    metadata: dict[str, Any]
-
-    @property
-    def prompt_hash(self) -> str:
-        return hashlib.sha256(canonical_json(list(self.messages)).encode()).hexdigest()[:16]
-
-
-@dataclass(frozen=True)
-class WorkItem:
-    """One request to send: (run, model, prompt, sample) with its generation parameters."""
-
-    request_id: str
-    run: str
-    model: str
-    prompt: Prompt
-    sample: int
-    params: dict[str, Any]
-    ordinal: int
-    cache_key: str | None = None
+__all__ = ["Prompt", "WorkItem", "canonical_json", "request_id", "cache_key", "plan_items"]
 
 
 def request_id(run: str, model: str, prompt: Prompt, sample: int, params: dict[str, Any]) -> str:

@@ -38,12 +38,15 @@ class ProviderFailure(Exception):
     kind = "transient"
 
     def __init__(self, message: str, *, error_class: str = "error", http_status: int | None = None,
-                 retry_after: float | None = None):
+                 retry_after: float | None = None, endpoint: bool = False):
         super().__init__(message)
         self.message = message
         self.error_class = error_class
         self.http_status = http_status
         self.retry_after = retry_after
+        # True when nothing came back from the endpoint at all (refused, DNS, TLS, timeout, a crashed
+        # local model): what the engine's breaker counts. Any reply, even an error, proves it is up.
+        self.endpoint = endpoint
 
 
 class TransientError(ProviderFailure):
@@ -68,6 +71,13 @@ class AuthError(ProviderFailure):
     """Credentials missing or refused: the model's queue stops."""
 
     kind = "auth"
+
+
+class ConfigurationError(ProviderFailure):
+    """The reply says the configuration is wrong, not the prompt (unknown model, a route that does not
+    exist): after a few of them the model stops; its requests stay pending, never stored as final."""
+
+    kind = "config"
 
 
 class Provider(Protocol):

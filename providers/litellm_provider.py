@@ -8,8 +8,8 @@ from __future__ import annotations
 import os
 
 from ..errors import MissingDependencyError, redact
-from .base import (AuthError, ChatRequest, Completion, PermanentError, ProviderFailure, RateLimitedError,
-                   TransientError)
+from .base import (AuthError, ChatRequest, Completion, ConfigurationError, PermanentError, ProviderFailure,
+                   RateLimitedError, TransientError)
 from .ratelimit_headers import retry_after_seconds
 
 
@@ -25,7 +25,7 @@ def _import_litellm():
 
 
 def classify(exc: Exception, litellm, secrets: tuple[str, ...] = ()) -> ProviderFailure:
-    """Map a litellm exception to the engine's failure classes."""
+    """Map a litellm (openai-style) exception to the engine's failure classes."""
     e = litellm.exceptions
     message = redact(f"{type(exc).__name__}: {exc}"[:400], secrets)
     status = getattr(exc, "status_code", None)
@@ -37,14 +37,14 @@ def classify(exc: Exception, litellm, secrets: tuple[str, ...] = ()) -> Provider
         return AuthError(message, error_class="auth", http_status=status)
     if isinstance(exc, e.ContextWindowExceededError):
         return PermanentError(message, error_class="context_length", http_status=status)
-    if isinstance(exc, e.NotFoundError):
-        return PermanentError(message, error_class="not_found", http_status=status)
+    if isinstance(exc, e.NotFoundError):  # an unknown model or route: the configuration, not the prompt
+        return ConfigurationError(message, error_class="not_found", http_status=status)
     if isinstance(exc, (e.BadRequestError, e.UnprocessableEntityError)):
         return PermanentError(message, error_class="invalid_request", http_status=status)
     if isinstance(exc, e.Timeout):
-        return TransientError(message, error_class="timeout", http_status=status)
+        return TransientError(message, error_class="timeout", http_status=status, endpoint=True)
     if isinstance(exc, e.APIConnectionError):
-        return TransientError(message, error_class="connection", http_status=status)
+        return TransientError(message, error_class="connection", http_status=status, endpoint=True)
     return TransientError(message, error_class=f"http_{status}" if status else "provider_error", http_status=status)
 
 
@@ -67,9 +67,7 @@ class LiteLLMProvider:
             resp = await self._litellm.acompletion(model=self.model, messages=request.messages,
                                                    timeout=request.timeout_s, num_retries=0, **extra,
                                                    **request.params)
-        except self._litellm.exceptions.OpenAIError as exc:
-            raise classify(exc, self._litellm, (key or "",)) from None
-        except Exception as exc:
+        except self._litellm.exceptions.OpenAIError as exc:  # a programming error surfaces as itself
             raise classify(exc, self._litellm, (key or "",)) from None
         return self._to_completion(resp)
 

@@ -10,8 +10,8 @@ import os
 import aiohttp
 
 from ..errors import redact
-from .base import (AuthError, ChatRequest, Completion, PermanentError, ProviderFailure, RateLimitedError,
-                   TransientError)
+from .base import (AuthError, ChatRequest, Completion, ConfigurationError, PermanentError, ProviderFailure,
+                   RateLimitedError, TransientError)
 from .pricing import cost_usd
 from .ratelimit_headers import retry_after_seconds
 
@@ -50,10 +50,11 @@ class OpenAICompatProvider:
                 raw = await resp.read()
                 if resp.status != 200:
                     raise self._classify_status(resp.status, raw, resp.headers)
-        except asyncio.TimeoutError:
-            raise TransientError(f"no answer within {request.timeout_s:g}s", error_class="timeout") from None
         except aiohttp.ClientError as exc:
-            raise TransientError(f"connection failed: {type(exc).__name__}", error_class="connection") from None
+            raise connection_failure(exc, self.url) from None
+        except asyncio.TimeoutError:
+            raise TransientError(f"no answer from {self.url} within {request.timeout_s:g}s", error_class="timeout",
+                                 endpoint=True) from None
         return self._parse_body(raw)
 
     def _classify_status(self, status: int, raw: bytes, headers) -> ProviderFailure:
@@ -69,8 +70,11 @@ class OpenAICompatProvider:
             return TransientError(message, error_class=f"http_{status}", http_status=status)
         if status == 400 and code and "context_length" in code:
             return PermanentError(message, error_class="context_length", http_status=status)
-        if status == 404:
-            return PermanentError(message, error_class="not_found", http_status=status)
+        if status in (404, 405) or code in ("model_not_found", "not_found_error"):
+            # An unknown model or a route that does not exist: the configuration is wrong, not the prompt.
+            return ConfigurationError(f"{message} (POST {self.url}, model {self.model!r}: check model and api_base)",
+                                      error_class="model_not_found" if code == "model_not_found" else "not_found",
+                                      http_status=status)
         return PermanentError(message, error_class="invalid_request", http_status=status)
 
     def _parse_body(self, raw: bytes) -> Completion:
@@ -95,6 +99,30 @@ class OpenAICompatProvider:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+_DNS_ERROR = getattr(aiohttp, "ClientConnectorDNSError", ())  # aiohttp >= 3.10
+_CONNECT_TIMEOUT = getattr(aiohttp, "ConnectionTimeoutError", ())
+
+
+def connection_failure(exc: aiohttp.ClientError, url: str) -> TransientError:
+    """A request that got no HTTP reply. Refused, DNS, TLS and connect timeouts never reached the
+    endpoint (what the breaker counts); a connection dropped mid-answer did."""
+    if isinstance(exc, _DNS_ERROR):
+        error_class = "dns"
+    elif isinstance(exc, aiohttp.ClientSSLError):
+        error_class = "tls"
+    elif isinstance(exc, aiohttp.ClientConnectorError):
+        error_class = "connect_refused"
+    elif isinstance(exc, _CONNECT_TIMEOUT):
+        error_class = "connect_timeout"
+    elif isinstance(exc, aiohttp.ServerTimeoutError):
+        error_class = "timeout"
+    else:
+        return TransientError(f"connection failed: {type(exc).__name__}", error_class="connection")
+    detail = str(exc).split(" [", 1)[-1].rstrip("]") if isinstance(exc, aiohttp.ClientConnectorError) else str(exc)
+    return TransientError(f"cannot reach {url}: {type(exc).__name__} ({detail[:160]})", error_class=error_class,
+                          endpoint=True)
 
 
 def _error_detail(raw: bytes) -> tuple[str, str | None]:

@@ -9,8 +9,9 @@ from datetime import datetime, timezone
 
 import duckdb
 
-from ..engine.work import WorkItem
-from .writer import ATTEMPT_COLUMNS, RESPONSE_COLUMNS, insert_rows
+from ..records import AttemptRow, Outcome, ResponseRow, WorkItem
+from .tx import transaction
+from .writer import insert_rows
 
 
 def cache_sources(conn: duckdb.DuckDBPyConnection, items: list[WorkItem]) -> dict[str, str]:
@@ -44,12 +45,11 @@ def serve_from_cache(conn: duckdb.DuckDBPyConnection, items: list[WorkItem], ses
     for request_id, source in sources.items():
         text, finish, p_tokens, c_tokens, provider_model, fingerprint = stored[source]
         attempt_id = uuid.uuid4().hex
-        attempts.append((attempt_id, request_id, session_id, 0, now, 0.0, "cached", None, None, None,
-                         f"served from cache: {source}", p_tokens, c_tokens))
-        responses.append((request_id, attempt_id, text, finish, p_tokens, c_tokens, 0.0, provider_model,
-                          fingerprint, 0.0, now))
-    conn.execute("BEGIN TRANSACTION")
-    insert_rows(conn, "attempts", ATTEMPT_COLUMNS, attempts)
-    insert_rows(conn, "responses", RESPONSE_COLUMNS, responses)
-    conn.execute("COMMIT")
+        attempts.append(AttemptRow(attempt_id, request_id, session_id, 0, now, 0.0, Outcome.CACHED.value, None,
+                                   None, None, f"served from cache: {source}", p_tokens, c_tokens))
+        responses.append(ResponseRow(request_id, attempt_id, text, finish, p_tokens, c_tokens, 0.0, provider_model,
+                                     fingerprint, 0.0, now))
+    with transaction(conn):
+        insert_rows(conn, "attempts", AttemptRow._fields, attempts)
+        insert_rows(conn, "responses", ResponseRow._fields, responses)
     return [i for i in items if i.request_id not in sources]

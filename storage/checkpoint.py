@@ -2,28 +2,35 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import uuid
+from typing import Any
 
 import duckdb
 
 from .. import __version__
 from ..config import SweepConfig
-from ..engine.work import WorkItem, canonical_json
+from ..records import WorkItem, canonical_json
 from ..errors import RunConflictError
+from .tx import transaction
 from .writer import insert_rows
+
+
+def identity_hash(identity: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def register_run(conn: duckdb.DuckDBPyConnection, config: SweepConfig, command: str) -> str:
     """Create the run, or check that a resumed run keeps its identity. Returns a new session id."""
+    identity = config.identity()
     row = conn.execute("SELECT identity_hash, identity FROM runs WHERE run = ?", [config.run]).fetchone()
     if row is None:
         conn.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, now(), now())",
-                     [config.run, config.identity_hash(), canonical_json(config.identity()),
-                      config.to_json(), __version__])
-    elif row[0] != config.identity_hash() and not _same_identity(json.loads(row[1]), config.identity()):
-        raise RunConflictError(_conflict_message(config, json.loads(row[1])))
+                     [config.run, identity_hash(identity), canonical_json(identity), config.to_json(), __version__])
+    elif row[0] != identity_hash(identity) and not _same_identity(json.loads(row[1]), identity):
+        raise RunConflictError(_conflict_message(config, json.loads(row[1]), identity))
     else:
         conn.execute("UPDATE runs SET updated_at = now(), config = ? WHERE run = ?", [config.to_json(), config.run])
     session_id = uuid.uuid4().hex
@@ -37,8 +44,7 @@ def _same_identity(stored: dict, new: dict) -> bool:
     return canonical_json(stored) == canonical_json(new)
 
 
-def _conflict_message(config: SweepConfig, stored: dict) -> str:
-    new = config.identity()
+def _conflict_message(config: SweepConfig, stored: dict, new: dict) -> str:
     changed = [k for k in sorted(set(stored) | set(new)) if stored.get(k) != new.get(k)]
     return (f"run {config.run!r} already exists in {config.db} with different {', '.join(changed)}: "
             f"pass --run NEW_NAME to start a new run, or restore that run's settings to resume it")
@@ -51,29 +57,43 @@ def plan_requests(conn: duckdb.DuckDBPyConnection, items: list[WorkItem]) -> Non
         p = item.prompt
         prompts[(p.benchmark, p.key, p.prompt_hash)] = (
             p.benchmark, p.key, p.prompt_hash, canonical_json(list(p.messages)), canonical_json(p.metadata))
-    conn.execute("BEGIN TRANSACTION")
-    insert_rows(conn, "prompts", ("benchmark", "prompt_key", "prompt_hash", "messages", "metadata"),
-                list(prompts.values()))
-    insert_rows(conn, "requests",
-                ("request_id", "run", "model", "benchmark", "prompt_key", "prompt_hash", "sample", "params",
-                 "ordinal", "cache_key"),
-                [(i.request_id, i.run, i.model, i.prompt.benchmark, i.prompt.key, i.prompt.prompt_hash,
-                  i.sample, canonical_json(i.params), i.ordinal, i.cache_key) for i in items])
-    conn.execute("COMMIT")
+    with transaction(conn):
+        insert_rows(conn, "prompts", ("benchmark", "prompt_key", "prompt_hash", "messages", "metadata"),
+                    list(prompts.values()))
+        insert_rows(conn, "requests",
+                    ("request_id", "run", "model", "benchmark", "prompt_key", "prompt_hash", "sample", "params",
+                     "ordinal", "cache_key"),
+                    [(i.request_id, i.run, i.model, i.prompt.benchmark, i.prompt.key, i.prompt.prompt_hash,
+                      i.sample, canonical_json(i.params), i.ordinal, i.cache_key) for i in items])
 
 
-def remaining(conn: duckdb.DuckDBPyConnection, items: list[WorkItem]) -> list[WorkItem]:
+def remaining(conn: duckdb.DuckDBPyConnection, items: list[WorkItem],
+              retry_failed: tuple[str, ...] | None = None) -> list[WorkItem]:
     """The planned items not finished yet, in their planned order.
 
-    Finished = a stored response or a stored permanent failure; computed as an anti-join in SQL.
+    Finished = a stored response or a stored final failure; computed as an anti-join in SQL.
+    `retry_failed`: final failures to send again: () for all of them, or these error classes.
     """
     if not items:
         return []
-    rows = conn.execute("""
+    final = "outcome = 'permanent'"
+    if retry_failed == ():
+        final = "false"
+    elif retry_failed:
+        final += " AND error_class NOT IN (SELECT unnest($2))"
+    rows = conn.execute(f"""
         WITH wanted AS (SELECT unnest($1) AS request_id)
         SELECT w.request_id FROM wanted w
         ANTI JOIN responses s USING (request_id)
-        ANTI JOIN (SELECT request_id FROM attempts WHERE outcome = 'permanent') p USING (request_id)
-    """, [[i.request_id for i in items]]).fetchall()
+        ANTI JOIN (SELECT request_id FROM attempts WHERE {final}) p USING (request_id)
+    """, [[i.request_id for i in items]] + ([list(retry_failed)] if retry_failed else [])).fetchall()
     left = {r[0] for r in rows}
     return [i for i in items if i.request_id in left]
+
+
+def answered_count(conn: duckdb.DuckDBPyConnection, items: list[WorkItem]) -> int:
+    """How many of the items have a stored answer."""
+    if not items:
+        return 0
+    return conn.execute("SELECT count(*) FROM responses WHERE request_id IN (SELECT unnest($1))",
+                        [[i.request_id for i in items]]).fetchone()[0]

@@ -12,6 +12,8 @@ from importlib import resources
 
 import duckdb
 
+from .tx import transaction
+
 _NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 
 
@@ -43,14 +45,9 @@ def apply_migrations(conn: duckdb.DuckDBPyConnection) -> list[int]:
     for version, why, sql in migrations():
         if version in done:
             continue
-        conn.execute("BEGIN TRANSACTION")
-        try:
+        with transaction(conn):
             conn.execute(sql)
             conn.execute("INSERT INTO schema_migrations VALUES (?, ?, now())", [version, why])
-            conn.execute("COMMIT")
-        except Exception:
-            conn.execute("ROLLBACK")
-            raise
         applied.append(version)
     return applied
 

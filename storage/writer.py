@@ -8,18 +8,18 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import NamedTuple
 
 import duckdb
 
-ATTEMPT_COLUMNS = ("attempt_id", "request_id", "session_id", "attempt_no", "started_at", "latency_ms",
-                   "outcome", "error_class", "http_status", "retry_after_s", "error_message",
-                   "prompt_tokens", "completion_tokens")
-RESPONSE_COLUMNS = ("request_id", "attempt_id", "text", "finish_reason", "prompt_tokens",
-                    "completion_tokens", "cost_usd", "provider_model", "system_fingerprint",
-                    "latency_ms", "received_at")
-DRIFT_COLUMNS = ("run", "model", "request_id", "field", "previous", "observed", "detected_at")
-# Attempts first: a response never lands without the attempt that produced it.
-TABLES = {"attempts": ATTEMPT_COLUMNS, "responses": RESPONSE_COLUMNS, "drift_events": DRIFT_COLUMNS}
+from ..records import AttemptRow, DriftRow, ResponseRow
+from .tx import transaction
+
+ATTEMPT_COLUMNS = AttemptRow._fields
+RESPONSE_COLUMNS = ResponseRow._fields
+DRIFT_COLUMNS = DriftRow._fields
+# Row type -> table, in commit order: attempts first, so a response never lands without its attempt.
+TABLES: dict[type, str] = {AttemptRow: "attempts", ResponseRow: "responses", DriftRow: "drift_events"}
 
 
 def insert_rows(conn: duckdb.DuckDBPyConnection, table: str, columns: tuple[str, ...], rows: list[tuple]) -> None:
@@ -38,23 +38,22 @@ class BatchWriter:
         self._conn = conn.cursor()  # its own connection to the same database, for this thread
         self._flush_rows = flush_rows
         self._flush_s = flush_ms / 1000
-        self._pending: dict[str, list[tuple]] = {t: [] for t in TABLES}
+        self._pending: dict[type, list[NamedTuple]] = {t: [] for t in TABLES}
         self._count = 0
         self._cond = threading.Condition()
         self._closing = False
         self._error: BaseException | None = None
         self._flushed_seq = 0
         self._submitted_seq = 0
-        self.rows_written = 0
         self._thread = threading.Thread(target=self._loop, name="fairsweep-writer", daemon=True)
         self._thread.start()
 
-    def add(self, table: str, row: tuple) -> None:
+    def add(self, row: AttemptRow | ResponseRow | DriftRow) -> None:
         """Queue one row (never blocks on I/O). Raises if an earlier flush failed."""
         if self._error:
             raise RuntimeError(f"the result writer failed: {self._error}") from self._error
         with self._cond:
-            self._pending[table].append(row)
+            self._pending[type(row)].append(row)
             self._count += 1
             self._submitted_seq += 1
             if self._count >= self._flush_rows:
@@ -105,15 +104,9 @@ class BatchWriter:
             if closing:
                 return
 
-    def _write(self, batch: dict[str, list[tuple]]) -> None:
+    def _write(self, batch: dict[type, list[NamedTuple]]) -> None:
         if not any(batch.values()):
             return
-        self._conn.execute("BEGIN TRANSACTION")
-        try:
-            for table, columns in TABLES.items():
-                insert_rows(self._conn, table, columns, batch[table])
-            self._conn.execute("COMMIT")
-        except BaseException:
-            self._conn.execute("ROLLBACK")
-            raise
-        self.rows_written += sum(len(rows) for rows in batch.values())
+        with transaction(self._conn):
+            for row_type, table in TABLES.items():
+                insert_rows(self._conn, table, row_type._fields, batch[row_type])

@@ -18,7 +18,7 @@ from fairsweep.benchmarks.gama.prompts import build_prompts as gama_prompts
 from fairsweep.benchmarks.gama.schema import load_scenarios, runnable
 from fairsweep.benchmarks.mrni.likert import build_prompts as likert_prompts
 from fairsweep.benchmarks.mrni.prompts import build_prompts as mrni_prompts
-from fairsweep.cli import run_later_stages, score_benchmarks
+from fairsweep.benchmarks.pipeline import run_later_stages, score_benchmarks
 from fairsweep.config import ModelSpec, SweepConfig
 from fairsweep.engine.runner import run_sweep
 from fairsweep.engine.scheduler import RetryPolicy

@@ -76,26 +76,44 @@ def run_clean_answers(server, prompts) -> dict[str, str]:
     return answers
 
 
-def test_permanent_errors_are_stored_once_and_not_retried(sim, db_path):
+def test_per_prompt_permanent_errors_are_stored_once_and_not_retried(sim, db_path):
     server = sim("--context-limit", "30", "--models", "sim-model")
     prompts = make_prompts(6) + make_prompts(2, words=200)[:2]
     prompts = prompts[:6] + [type(p)(p.benchmark, f"long{i}", p.messages, p.metadata) for i, p in enumerate(prompts[6:])]
     good = sim_model(server, name="good")
-    unknown = sim_model(server, name="unknown", model="no-such-model")
-    outcome = run_sweep(sweep(db_path, [good, unknown]), prompts, command="test", progress=False, policy=FAST)
-    assert outcome.complete  # permanent failures are a finished outcome
-    by_model = {o.name: o for o in outcome.models}
-    assert by_model["good"].stored == 6 and by_model["good"].failed == 2
-    assert by_model["unknown"].failed == 8
-    assert rows(db_path, "SELECT error_class, count(*) FROM attempts WHERE outcome='permanent' GROUP BY 1 ORDER BY 1") \
-        == [("context_length", 2), ("not_found", 8)]
+    outcome = run_sweep(sweep(db_path, [good]), prompts, command="test", progress=False, policy=FAST)
+    assert outcome.complete  # per-prompt final failures are a finished outcome
+    (model,) = outcome.models
+    assert model.stored == 6 and model.failed == 2
+    assert rows(db_path, "SELECT error_class, count(*) FROM attempts WHERE outcome='permanent' GROUP BY 1") \
+        == [("context_length", 2)]
     per_prompt = server.stats()["per_prompt"]
-    assert all(v["received"] <= 2 for v in per_prompt.values())  # one per model, never a retry
-    assert rows(db_path, "SELECT count(*) FROM results WHERE status = 'failed'") == [(10,)]
+    assert all(v["received"] == 1 for v in per_prompt.values())  # never a retry
+    assert rows(db_path, "SELECT count(*) FROM results WHERE status = 'failed'") == [(2,)]
     # A resume does not send them again.
     server.reset_stats()
-    again = run_sweep(sweep(db_path, [good, unknown]), prompts, command="test", progress=False, policy=FAST)
+    again = run_sweep(sweep(db_path, [good]), prompts, command="test", progress=False, policy=FAST)
     assert again.complete and server.stats()["requests"] == 0
+
+
+def test_an_unknown_model_stops_that_model_and_its_prompts_stay_pending(sim, db_path):
+    """A 404 model_not_found says the configuration is wrong, not the prompt: after a few of them the
+    model stops, nothing is stored as final, and the other model carries on."""
+    server = sim("--models", "sim-model")
+    good = sim_model(server, name="good")
+    unknown = sim_model(server, name="unknown", model="no-such-model", max_concurrency=2)
+    outcome = run_sweep(sweep(db_path, [good, unknown]), make_prompts(30), command="test", progress=False,
+                        policy=FAST)
+    assert not outcome.complete
+    by_model = {o.name: o for o in outcome.models}
+    assert by_model["good"].stored == 30 and by_model["good"].missing == 0
+    stopped = by_model["unknown"]
+    assert stopped.failed == 0 and stopped.missing == 30 and "no-such-model" in stopped.stopped
+    assert "model_not_found" in stopped.last_errors
+    assert server.stats()["requests"] - 30 <= 5  # three strikes, plus what was in flight
+    assert rows(db_path, "SELECT DISTINCT status FROM results WHERE model = 'unknown'") == [("pending",)]
+    assert rows(db_path, "SELECT DISTINCT outcome FROM attempts a JOIN requests r USING (request_id) "
+                         "WHERE r.model = 'unknown'") == [("config",)]
 
 
 def test_auth_failure_stops_only_that_model_and_never_leaks_the_key(sim, db_path, monkeypatch):

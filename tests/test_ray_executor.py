@@ -140,7 +140,7 @@ def test_an_auth_failure_stops_only_that_model_across_the_cluster(ray_cluster, s
 # -- the permit book every worker asks (pure logic, no cluster) ------------------------------------------------
 
 def test_booked_sends_never_exceed_the_rate_in_any_window_and_stay_within_the_horizon():
-    book = PermitBook(rpm=600, tpm=None, max_concurrency=8)  # 10/s declared, paced at 9.9/s
+    book = PermitBook(rpm=600, tpm=None, max_concurrency=8, now=1000.0)  # 10/s declared, paced at 9.9/s
     now, sent = 1000.0, []
     while now < 1010:
         times, retry_at = book.book([("m", 10)] * 4, now, lead=0.003)  # two workers' batches, interleaved
@@ -155,17 +155,27 @@ def test_booked_sends_never_exceed_the_rate_in_any_window_and_stay_within_the_ho
 
 
 def test_tokens_cooldowns_stops_and_slots_are_booked_for_the_whole_cluster():
-    book = PermitBook(rpm=None, tpm=6000, max_concurrency=3)  # 99 tokens/s, 9.9 tokens of burst
+    book = PermitBook(rpm=None, tpm=6000, max_concurrency=3, now=10.0)  # 99 tokens/s, 9.9 tokens of burst
     times, _ = book.book([("m", 50), ("m", 50)], 10.0, lead=0.0)
     assert times[0] == 10.0 and times[1] is None  # the second must wait ~0.5 s: beyond the horizon
-    book.report(Report(limited=[(10.0, 2.0)]), 10.1)  # a 429 asking for 2 s, seen by any worker
+    book.report(Report(events=[("limited", "m", 10.0, 2.0)]), 10.1)  # a 429 asking for 2 s, seen by any worker
     assert book.book([("m", 1)], 10.2, lead=0.0)[0] == [None]
     assert book.book([("m", 1)], 12.0, lead=0.0)[0][0] >= 12.1
-    book.report(Report(stops={"bad": "HTTP 401 (check KEY)"}), 12.2)
+    book.report(Report(events=[("stop", "bad", "HTTP 401 (check KEY)")]), 12.2)
     assert book.book([("bad", 1)], 13.0, lead=0.0)[0] == [None] and book.info(0).stopped == {"bad": "HTTP 401 (check KEY)"}
     assert (book.grant("w0", 2), book.grant("w1", 2), book.grant("w1", 1)) == (2, 1, 0)
     book.forget("w0")  # died holding two slots: they come back, and it gets no more
     assert (book.grant("w1", 5), book.grant("w0", 1), book.peak_held) == (2, 0, 3)
+
+
+def test_the_cluster_breaker_is_the_local_policy_fed_in_order():
+    """Events keep their order across a report: an answer between failures resets the streak."""
+    book = PermitBook(rpm=None, tpm=None, max_concurrency=4, now=0.0)
+    failures = [("endpoint", "dead", "refused", float(t)) for t in range(0, 40, 2)]
+    book.report(Report(events=failures[:10] + [("ok", "dead")] + failures[10:]), 40.0)
+    assert book.stopped == {}
+    book.report(Report(events=[("endpoint", "dead", "refused", float(t)) for t in range(40, 80, 2)]), 80.0)
+    assert "refused" in book.stopped["dead"] and book.info(0).stopped == book.stopped
 
 
 # -- the CLI: `fairsweep run --executor ray --ray-address ADDR`, a driver joining the test's cluster ------------

@@ -13,6 +13,7 @@ from fairsweep.errors import DatabaseError, RunConflictError
 from fairsweep.storage.checkpoint import plan_requests, register_run, remaining
 from fairsweep.storage.db import open_db
 from fairsweep.storage.migrations import latest_version, migrations
+from fairsweep.records import AttemptRow, ResponseRow
 from fairsweep.storage.writer import ATTEMPT_COLUMNS, RESPONSE_COLUMNS, BatchWriter
 
 NOW = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
@@ -40,13 +41,13 @@ def test_an_empty_database_migrates_to_the_documented_schema(db_path):
 def test_writer_batches_are_idempotent_and_flush_on_rows_and_time(db_path):
     conn = open_db(db_path)
     writer = BatchWriter(conn, flush_rows=3, flush_ms=60_000)
-    attempt = ("a1", "r1", "s", 1, NOW, 5.0, "ok", None, None, None, None, 3, 2)
-    response = ("r1", "a1", "text", "stop", 3, 2, None, "m", None, 5.0, NOW)
-    writer.add("attempts", attempt)
-    writer.add("responses", response)
-    writer.add("attempts", attempt)  # third row: the row threshold triggers a flush
+    attempt = AttemptRow("a1", "r1", "s", 1, NOW, 5.0, "ok", None, None, None, None, 3, 2)
+    response = ResponseRow("r1", "a1", "text", "stop", 3, 2, None, "m", None, 5.0, NOW)
+    writer.add(attempt)
+    writer.add(response)
+    writer.add(attempt)  # third row: the row threshold triggers a flush
     writer.flush()
-    writer.add("responses", response)  # the same keys again change nothing
+    writer.add(response)  # the same keys again change nothing
     writer.close()
     assert conn.execute("SELECT count(*) FROM attempts").fetchone() == (1,)
     assert conn.execute("SELECT text FROM responses").fetchall() == [("text",)]
@@ -56,7 +57,7 @@ def test_writer_batches_are_idempotent_and_flush_on_rows_and_time(db_path):
 def test_writer_commits_on_the_time_window(db_path):
     conn = open_db(db_path)
     writer = BatchWriter(conn, flush_rows=10_000, flush_ms=50)
-    writer.add("attempts", ("a1", "r1", "s", 1, NOW, 5.0, "transient", "http_500", 500, None, "boom", None, None))
+    writer.add(AttemptRow("a1", "r1", "s", 1, NOW, 5.0, "transient", "http_500", 500, None, "boom", None, None))
     reader = conn.cursor()
     for _ in range(100):
         if reader.execute("SELECT count(*) FROM attempts").fetchone() == (1,):
@@ -81,9 +82,16 @@ def test_remaining_work_is_an_anti_join_over_responses_and_permanent_failures(db
                  "NULL, 'too long', NULL, NULL)", [items[1].request_id])
     conn.execute("INSERT INTO attempts VALUES ('a2', ?, 's', 1, now(), 1, 'transient', 'http_500', 500, "
                  "NULL, 'boom', NULL, NULL)", [items[2].request_id])
-    assert [i.prompt.key for i in remaining(conn, items)] == ["p00002", "p00003", "p00004"]
+    conn.execute("INSERT INTO attempts VALUES ('a3', ?, 's', 7, now(), 1, 'permanent', 'invalid_output', "
+                 "NULL, NULL, 'still invalid', NULL, NULL)", [items[3].request_id])
+    conn.execute("INSERT INTO attempts VALUES ('a4', ?, 's', 1, now(), 1, 'config', 'model_not_found', 404, "
+                 "NULL, 'no such model', NULL, NULL)", [items[4].request_id])
+    assert [i.prompt.key for i in remaining(conn, items)] == ["p00002", "p00004"]
     assert conn.execute("SELECT status, count(*) FROM results GROUP BY 1 ORDER BY 1").fetchall() == \
-        [("failed", 1), ("ok", 1), ("pending", 3)]
+        [("failed", 2), ("ok", 1), ("pending", 2)]
+    # --retry-failed: every final failure, or only those of the classes named
+    assert [i.prompt.key for i in remaining(conn, items, ())] == ["p00001", "p00002", "p00003", "p00004"]
+    assert [i.prompt.key for i in remaining(conn, items, ("context_length",))] == ["p00001", "p00002", "p00004"]
     conn.close()
 
 

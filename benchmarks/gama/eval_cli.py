@@ -43,7 +43,8 @@ def register(subparsers, add_common_flags) -> None:
 
 
 def cmd_judge(args: argparse.Namespace, argv: list[str]) -> int:
-    from ...cli import EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_OK, resolve_config, score_benchmarks
+    from ...cli import EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_OK, resolve_config
+    from ..pipeline import score_benchmarks
     from ...config import model_from_flag, validate
     from ...console import print_run_summary
     from ...errors import ConfigError

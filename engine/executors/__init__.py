@@ -7,18 +7,18 @@ writer; an executor only sends and hands every row to that writer.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from ...errors import MissingDependencyError
 
 if TYPE_CHECKING:
     from ...config import ModelSpec, SweepConfig
+    from ...records import WorkItem
     from ...storage.writer import BatchWriter
-    from ..runner import ModelOutcome
     from ..gate import SendGate
+    from ..outcome import SessionCounts
     from ..scheduler import OutputCheck, RetryPolicy
-    from ..work import WorkItem
 
 
 @dataclass
@@ -27,20 +27,19 @@ class SweepJob:
 
     specs: list[ModelSpec]
     todo: dict[str, list[WorkItem]]
-    outcomes: list[ModelOutcome]
     writer: BatchWriter
     session_id: str
     policy: RetryPolicy
     progress: bool
     check: OutputCheck | None = None
     gate: SendGate | None = None  # spend caps and drift, consulted before each send
+    totals: dict[str, tuple[int, int]] = field(default_factory=dict)  # model -> (planned, done before)
 
 
 class Executor(Protocol):
-    def execute(self, job: SweepJob) -> None:
-        """Send job.todo, give every attempt/response row to job.writer, fill job.outcomes.
-        On Ctrl-C or SIGTERM: stop sending, hand over what arrived, then raise KeyboardInterrupt
-        (or asyncio.CancelledError)."""
+    def execute(self, job: SweepJob) -> SessionCounts:
+        """Send job.todo, give every attempt/response row to job.writer, return what happened per
+        model. On Ctrl-C or SIGTERM: stop sending, hand over what arrived, return with interrupted set."""
 
 
 def select_executor(config: SweepConfig) -> Executor:

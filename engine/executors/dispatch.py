@@ -13,14 +13,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
 from ...config import ModelSpec
-from ..limiter import LimiterStats
-from ..work import WorkItem
+from ...records import Outcome, ResponseRow, WorkItem
+from ..limit_policy import LimiterStats
+from ..outcome import SendCounts
 from .shards import Shard, ShardUpdate
 
 if TYPE_CHECKING:
     from ...storage.writer import BatchWriter
     from ..gate import SendGate
-    from ..runner import ModelOutcome
 
 
 @dataclass
@@ -35,11 +35,15 @@ class ModelTally:
     spec: ModelSpec
     todo: int
     limiter: _Stats = field(default_factory=_Stats)
-    stored: int = 0
-    failed: int = 0
-    gave_up: int = 0
-    stopped: str | None = None
-    last_errors: dict[str, str] = field(default_factory=dict)
+    counts: SendCounts = field(default_factory=SendCounts)
+
+    @property
+    def stopped(self) -> str | None:
+        return self.counts.stopped
+
+    def stop(self, reason: str | None) -> None:
+        if reason and self.counts.stopped is None:
+            self.counts.stopped = reason
 
 
 class ShardBook:
@@ -80,7 +84,7 @@ class ShardBook:
             self._order.rotate(-1)
             items = self.pending[name]
             if items and self.gate is not None and self.tallies[name].stopped is None:
-                self.tallies[name].stopped = self.gate.stopped(name)  # spend cap or strict drift
+                self.tallies[name].stop(self.gate.stopped(name))  # spend cap or strict drift
             if items and self.tallies[name].stopped is None:
                 batch = tuple(items.popleft() for _ in range(min(self.shard_size, len(items))))
                 shard = Shard(self._next_id, self.worker_spec(self.specs[name]), batch, self.session_id)
@@ -92,29 +96,34 @@ class ShardBook:
     def apply(self, shard: Shard, update: ShardUpdate) -> None:
         """Commit the rows of one update and count what they settle."""
         tally = self.tallies[shard.spec.name]
-        for row in update.attempts:
-            self.writer.add("attempts", row)
-            rid, outcome, error_class, message = row[1], row[6], row[7], row[10]
-            if outcome == "rate_limited":
+        counts = tally.counts
+        for row in update.rows:
+            self.writer.add(row)
+            if isinstance(row, ResponseRow):
+                if self._settle(row.request_id):
+                    counts.stored += 1
+                    if self.gate is not None:
+                        self.gate.observe(shard.spec.name, row.request_id, row.cost_usd, row.provider_model,
+                                          row.system_fingerprint)
+            elif row.outcome == Outcome.RATE_LIMITED:
                 tally.limiter.stats.rate_limited += 1
-            elif outcome == "permanent" and rid not in self.settled:
-                self.settled.add(rid)
-                tally.failed += 1
-                tally.last_errors[error_class] = message
-            elif outcome == "auth" and tally.stopped is None:
-                tally.stopped = message  # no new shards for this model from now on
-        for row in update.responses:
-            self.writer.add("responses", row)
-            if row[0] not in self.settled:
-                self.settled.add(row[0])
-                tally.stored += 1
-                if self.gate is not None:  # cost, provider model, fingerprint (see storage.writer)
-                    self.gate.observe(shard.spec.name, row[0], row[6], row[7], row[8])
-        if update.end is not None:
-            tally.gave_up += update.end.gave_up
-            tally.last_errors.update(update.end.last_errors)
-            if update.end.stopped:
-                tally.stopped = update.end.stopped
+            elif row.outcome == Outcome.PERMANENT and self._settle(row.request_id):
+                counts.failed += 1
+                counts.error(row.error_class, row.error_message)
+            elif row.outcome == Outcome.AUTH:
+                tally.stop(row.error_message)  # no new shards for this model from now on
+        if (end := update.end) is not None:
+            counts.gave_up += end.counts.gave_up
+            counts.retries += end.counts.retries
+            counts.last_errors.update(end.counts.last_errors)
+            tally.stop(end.counts.stopped)
+
+    def _settle(self, request_id: str) -> bool:
+        """Count a request once, whichever row (or repeated row) settles it."""
+        if request_id in self.settled:
+            return False
+        self.settled.add(request_id)
+        return True
 
     def finish(self, shard: Shard, worker_id: str) -> None:
         self.in_flight.pop(shard.shard_id, None)
@@ -135,12 +144,9 @@ class ShardBook:
         self.closed = True
         self._changed.set()
 
-    def fill(self, outcomes: list[ModelOutcome]) -> None:
-        for out in outcomes:
-            tally = self.tallies.get(out.name)
-            if tally is None:
-                continue
-            out.stored, out.failed, out.gave_up = tally.stored, tally.failed, tally.gave_up
-            out.not_sent = tally.todo - tally.stored - tally.failed - tally.gave_up
-            out.stopped = tally.stopped
-            out.last_errors = dict(tally.last_errors)
+    def counts(self) -> dict[str, SendCounts]:
+        for tally in self.tallies.values():
+            c = tally.counts
+            c.not_sent = tally.todo - c.stored - c.failed - c.gave_up
+            c.rate_limited = tally.limiter.stats.rate_limited
+        return {name: tally.counts for name, tally in self.tallies.items()}

@@ -23,6 +23,7 @@ from ray.exceptions import RayActorError, RayTaskError, WorkerCrashedError
 from ...config import ModelSpec
 from ...errors import ConfigError, FairsweepError
 from ...providers.registry import make_provider
+from ..outcome import SessionCounts
 from ..progress import ProgressReporter
 from ..scheduler import OutputCheck, RetryPolicy
 from . import SweepJob
@@ -58,8 +59,7 @@ class ShardWorker:
         if spec.name not in self._providers:
             self._providers[spec.name] = make_provider(spec)  # reads the API key from this node's env
         async for update in run_shard(shard, self._providers[spec.name], cluster.for_model(spec.name),
-                                      self._policy, self._check, stream_s=STREAM_S,
-                                      on_auth=cluster.report_stop, running=self._running):
+                                      self._policy, self._check, stream_s=STREAM_S, running=self._running):
             yield update
 
     async def stop(self) -> None:
@@ -154,15 +154,20 @@ class RayExecutor:
         self.worker_pids: list[int] = []
         self.stats: dict = {}
 
-    def execute(self, job: SweepJob) -> None:
+    def execute(self, job: SweepJob) -> SessionCounts:
         if not any(job.todo.values()):
-            return  # nothing left: no need for a cluster
+            return SessionCounts()  # nothing left: no need for a cluster
         connected_here = self._connect()
+        book = self._book(job)
+        interrupted = False
         try:
-            asyncio.run(self._drive(job))
+            asyncio.run(self._drive(job, book))
+        except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C, or SIGTERM cancelling the loop
+            interrupted = True
         finally:
             if connected_here:
                 ray.shutdown()
+        return SessionCounts(book.counts(), interrupted)
 
     def _connect(self) -> bool:
         if ray.is_initialized():
@@ -193,24 +198,25 @@ class RayExecutor:
             caps.setdefault(spec.limiter_key(), min(spec.max_concurrency, self.worker_concurrency or spec.max_concurrency))
         return caps
 
-    async def _drive(self, job: SweepJob) -> None:
-        cancel_on_sigterm()
+    def _book(self, job: SweepJob) -> ShardBook:
         caps = self._caps(job.specs)
-        book = ShardBook(job.specs, job.todo, job.writer, job.session_id, self.shard_size,
+        return ShardBook(job.specs, job.todo, job.writer, job.session_id, self.shard_size,
                          lambda s: dataclasses.replace(s, max_concurrency=min(s.max_concurrency, caps[s.limiter_key()])),
                          gate=job.gate)
+
+    async def _drive(self, job: SweepJob, book: ShardBook) -> None:
+        cancel_on_sigterm()
         if not book.pending:
             return
-        pool = WorkerPool(job, caps, self._workers())
+        pool = WorkerPool(job, self._caps(job.specs), self._workers())
         self.worker_pids = pool.pids
         started = time.perf_counter()
         try:
             await pool.start()
             self.stats["startup_s"] = time.perf_counter() - started
-            async with ProgressReporter(list(book.tallies.values()), job.outcomes, enabled=job.progress):
+            async with ProgressReporter(list(book.tallies.values()), job.totals, enabled=job.progress):
                 await self._run_lanes(book, pool)
         finally:
-            book.fill(job.outcomes)
             self.stats.update(workers=pool.size, shards=dict(book.shards_done), requeued=book.requeued,
                               replaced=pool.replaced, limiters=await pool.snapshots())
             await pool.shutdown()

@@ -1,11 +1,11 @@
 """Cluster-wide limits for the Ray executor: one actor per provider key books every send.
 
-`PermitBook` (pure bookkeeping) holds the only copy of a key's limits: a GCRA request pace, a GCRA
-token budget, 429 cool-downs with the local limiter's adaptive pacing, the concurrency cap (slots
-leased to workers), and the models stopped by an authentication failure. `LimiterActor` serves it;
-each worker talks to it through a `ClusterLimiter`, which batches asks and reports (one RPC per batch,
-not per request) and keeps a freed slot for a moment so that the next request of the same worker
-needs no RPC. Times are wall-clock seconds (time.time()), which mean the same on every node.
+`PermitBook` holds the only copy of a key's limits for the whole cluster: the shared LimitPolicy
+(engine/limit_policy.py: pace, token budget, cool-downs, adaptive pacing, stops and the breaker, the
+same code the local limiter runs) plus the concurrency cap as slots leased to workers. `LimiterActor`
+serves it; each worker talks to it through a `ClusterLimiter`, which batches asks and reports (one RPC
+per batch, not per request) and keeps a freed slot for a moment so that the next request of the same
+worker needs no RPC. Times are wall-clock seconds (time.time()), which mean the same on every node.
 """
 
 from __future__ import annotations
@@ -18,9 +18,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import AsyncIterator
 
-from ...providers.base import AuthError
-from ..limiter import (DEFAULT_COOLDOWN_S, MAX_COOLDOWN_S, SAFETY, SLICE_S, AdaptiveRate, Lease,
-                       LimiterStats)
+from ..limit_policy import DEFAULT_COOLDOWN_S, BreakerSettings, LimiterStats, LimitPolicy
+from ..limiter import Lease, ModelStopped
 
 # Book at most this far ahead: a 429 seen by one worker reaches the others within it.
 HORIZON_S = 0.25
@@ -47,68 +46,54 @@ class Info:
 
 @dataclass
 class Report:
-    """What a worker tells the actor in one exchange."""
+    """What a worker tells the actor in one exchange. `events` keep their order (the breaker counts
+    failures in a row): ("ok", model), ("reply", model), ("limited", model, sent_at, retry_after),
+    ("endpoint", model, reason, at), ("config", model, reason), ("stop", model, reason)."""
 
     release: int = 0
-    successes: int = 0
     token_delta: int = 0  # actual minus estimated tokens of settled requests
-    limited: list[tuple[float, float | None]] = field(default_factory=list)  # (sent_at, retry_after)
-    stops: dict[str, str] = field(default_factory=dict)
+    events: list[tuple] = field(default_factory=list)
     asks: list[tuple[str, int]] = field(default_factory=list)  # (model, estimated tokens) per permit
     lead: float = 0.0  # book no earlier than now + lead: the permit must arrive before its time
 
     def urgent(self) -> bool:
         """Worth an RPC now; successes and token corrections ride along with the next one."""
-        return bool(self.release or self.limited or self.stops or self.asks)
+        return bool(self.release or self.asks or any(e[0] not in ("ok", "reply") for e in self.events))
 
 
 class PermitBook:
     """All the limits of one provider key, for the whole cluster. No I/O, no sleeping."""
 
-    def __init__(self, rpm: float | None, tpm: float | None, max_concurrency: int):
-        self.rate = rpm / 60 * SAFETY if rpm else None  # requests/s; None: unpaced until a 429
-        self.token_rate = tpm / 60 * SAFETY if tpm else None
-        self.token_burst = (self.token_rate or 0) * SLICE_S
+    def __init__(self, rpm: float | None, tpm: float | None, max_concurrency: int,
+                 breaker: BreakerSettings | None = None, now: float | None = None):
+        self.policy = LimitPolicy(rpm, tpm, breaker or BreakerSettings(), now=time.time() if now is None else now)
         self.capacity = max_concurrency
-        self.adaptive = AdaptiveRate() if not rpm else None
-        self.next_send = 0.0  # GCRA: the earliest time of the next send
-        self.token_tat = 0.0  # GCRA over tokens (may run one request into debt, like TokenBudget)
-        self.cooldown_until = 0.0
         self.held: dict[str, int] = {}
         self.dead: set[str] = set()
-        self.stopped: dict[str, str] = {}
-        self.stats = LimiterStats()
         self.peak_held = 0
         self.permits = 0
         self.exchanges = 0
-        self._hintless = 0
-        self._last_decrease = 0.0
 
     @property
-    def paced(self) -> bool:
-        return self.rate is not None or self.token_rate is not None
+    def stats(self) -> LimiterStats:
+        return self.policy.stats
 
-    def set_rate(self, rate_per_s: float) -> None:  # AdaptiveRate drives this object like a RatePacer
-        self.rate = max(rate_per_s, 0.01)
+    @property
+    def stopped(self) -> dict[str, str]:
+        return self.policy.stopped
 
     def book(self, asks: list[tuple[str, int]], now: float, lead: float) -> tuple[list[float | None], float | None]:
         """A send time per ask, in order, up to HORIZON_S ahead; then (None..., when to ask again)."""
         times: list[float | None] = []
         for model, cost in asks:
-            if model in self.stopped:
+            if model in self.policy.stopped:
                 times.append(None)
                 continue
-            at = max(now + lead, self.next_send, self.cooldown_until)
-            if self.token_rate:
-                at = max(at, self.token_tat - self.token_burst / self.token_rate)
-            if at > now + HORIZON_S:
-                return times + [None] * (len(asks) - len(times)), at - HORIZON_S
+            at = self.policy.book(cost, now, horizon=HORIZON_S, lead=lead)
+            if at is None:
+                return times + [None] * (len(asks) - len(times)), self.policy.free_at() - HORIZON_S
             times.append(at)
             self.permits += 1
-            if self.rate:
-                self.next_send = at + 1 / self.rate
-            if self.token_rate:
-                self.token_tat = max(self.token_tat, at) + cost / self.token_rate
         return times, None
 
     def grant(self, worker: str, want: int) -> int:
@@ -129,43 +114,35 @@ class PermitBook:
         self.held.pop(worker, None)
 
     def report(self, report: Report, now: float) -> None:
-        if report.successes:
-            self._hintless = 0
-            if self.adaptive:
-                mono = time.monotonic()
-                for _ in range(report.successes):
-                    self.adaptive.on_success(self if self.rate else None, mono)
-        if report.token_delta and self.token_rate:
-            self.token_tat += report.token_delta / self.token_rate
-        for sent_at, retry_after in report.limited:
-            self._rate_limited(sent_at, retry_after, now)
-        self.stopped.update(report.stops)
-
-    def _rate_limited(self, sent_at: float, retry_after: float | None, now: float) -> None:
-        """As ProviderLimiter.on_rate_limited, for the whole cluster."""
-        self.stats.rate_limited += 1
-        if retry_after is None:
-            retry_after = min(MAX_COOLDOWN_S, DEFAULT_COOLDOWN_S * 2 ** self._hintless)
-            self._hintless += 1
-        if now + retry_after > self.cooldown_until:
-            self.stats.cooldown_s += now + retry_after - max(now, self.cooldown_until)
-            self.cooldown_until = now + retry_after
-        if self.adaptive and sent_at >= self._last_decrease:
-            self.set_rate(self.adaptive.refused_at(self if self.rate else None, time.monotonic()))
-            self._last_decrease = now
-            self.stats.decreases += 1
+        policy = self.policy
+        if report.token_delta:
+            policy.settle(0, report.token_delta)
+        for kind, model, *rest in report.events:
+            if kind == "ok":
+                policy.on_success(model, now)
+            elif kind == "reply":
+                policy.on_reply(model)
+            elif kind == "limited":
+                policy.on_rate_limited(model, rest[0], rest[1], now)
+            elif kind == "endpoint":
+                policy.on_endpoint_failure(model, rest[0], rest[1])
+            elif kind == "config":
+                policy.on_config_failure(model, rest[0])
+            elif kind == "stop":
+                policy.stop(model, rest[0])
 
     def info(self, waiting: int) -> Info:
         sharing = len([w for w, n in self.held.items() if n]) + waiting
-        return Info(self.cooldown_until, self.paced, dict(self.stopped), waiting > 0,
+        return Info(self.policy.cooldown_until, self.policy.paced, dict(self.policy.stopped), waiting > 0,
                     max(1, math.ceil(self.capacity / max(1, sharing))))
 
 
 class LimiterActor:
     """Serves one key's PermitBook to every worker (a Ray async actor: one event loop, no locks)."""
 
-    def __init__(self, rpm: float | None, tpm: float | None, max_concurrency: int):
-        self.book = PermitBook(rpm, tpm, max_concurrency)
+    def __init__(self, rpm: float | None, tpm: float | None, max_concurrency: int,
+                 breaker: BreakerSettings | None = None):
+        self.book = PermitBook(rpm, tpm, max_concurrency, breaker)
         self._waiting: dict[str, int] = {}
         self._sleepers: list[asyncio.Future] = []
 
@@ -205,7 +182,7 @@ class LimiterActor:
         b = self.book
         return {"peak_held": b.peak_held, "held": sum(b.held.values()), "permits": b.permits,
                 "exchanges": b.exchanges,
-                "rate_limited": b.stats.rate_limited, "decreases": b.stats.decreases, "rate": b.rate,
+                "rate_limited": b.stats.rate_limited, "decreases": b.stats.decreases, "rate": b.policy.rate,
                 "stopped": dict(b.stopped)}
 
     def _wake(self) -> None:
@@ -323,20 +300,23 @@ class ClusterLimiter:
 
     # -- reports from the scheduler ------------------------------------------------------------
 
-    def on_success(self) -> None:
-        self._report.successes += 1
+    def tell(self, *event) -> None:
+        """Report an event of the scheduler (see Report.events); urgent ones go out at once."""
+        self._report.events.append(event)
+        if event[0] not in ("ok", "reply"):
+            self._kick_reports()
 
-    def on_rate_limited(self, lease: Lease, retry_after: float | None) -> None:
+    def on_rate_limited(self, model: str, lease: Lease, retry_after: float | None) -> None:
         self.stats.rate_limited += 1
         self._local_cooldown = max(self._local_cooldown, time.time() + (retry_after or DEFAULT_COOLDOWN_S))
-        self._report.limited.append((lease.sent_at, retry_after))
-        self._kick_reports()
+        self.tell("limited", model, lease.sent_at, retry_after)
 
-    def report_stop(self, model: str, message: str) -> None:
-        """An auth failure: stop this model here now, and everywhere with the next exchange."""
-        self._info.stopped = {**self._info.stopped, model: message}
-        self._report.stops[model] = message
-        self._kick_reports()
+    def stop(self, model: str, message: str) -> str:
+        """Stop this model here now, and everywhere with the next exchange (auth: at once)."""
+        reason = self._info.stopped.get(model, message)
+        self._info.stopped = {**self._info.stopped, model: reason}
+        self.tell("stop", model, reason)
+        return reason
 
     # -- the two pumps: slots (may wait at the actor) and reports/permits (never wait there) ----------
 
@@ -434,12 +414,14 @@ class ClusterLimiter:
         if model in self._info.stopped:
             raise self._auth(model)
 
-    def _auth(self, model: str) -> AuthError:
-        return AuthError(self._info.stopped[model], error_class="auth")
+    def _auth(self, model: str) -> ModelStopped:
+        return ModelStopped(self._info.stopped[model])
 
 
 class ModelLimiter:
-    """ProviderLimiter's interface for one model over a shared ClusterLimiter (what ModelQueue holds)."""
+    """One model's view of a shared ClusterLimiter: the interface the scheduler uses (the same as the
+    local engine.limiter.ModelLimiter). Stops decided by the actor (breaker, configuration answers)
+    reach this worker with the next exchange, then every new slot is refused."""
 
     def __init__(self, cluster: ClusterLimiter, model: str):
         self.cluster, self.model = cluster, model
@@ -448,11 +430,29 @@ class ModelLimiter:
     def stats(self) -> LimiterStats:
         return self.cluster.stats
 
+    @property
+    def stopped(self) -> str | None:
+        return self.cluster._info.stopped.get(self.model)
+
     def slot(self, estimated_tokens: int):
         return self.cluster.slot(self.model, estimated_tokens)
 
     def on_success(self) -> None:
-        self.cluster.on_success()
+        self.cluster.tell("ok", self.model)
+
+    def on_reply(self) -> None:
+        self.cluster.tell("reply", self.model)
 
     def on_rate_limited(self, lease: Lease, retry_after: float | None) -> None:
-        self.cluster.on_rate_limited(lease, retry_after)
+        self.cluster.on_rate_limited(self.model, lease, retry_after)
+
+    def on_endpoint_failure(self, reason: str) -> str | None:
+        self.cluster.tell("endpoint", self.model, reason, time.time())
+        return None
+
+    def on_config_failure(self, reason: str) -> str | None:
+        self.cluster.tell("config", self.model, reason)
+        return None
+
+    def stop(self, reason: str) -> str:
+        return self.cluster.stop(self.model, reason)

@@ -10,13 +10,13 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from dataclasses import dataclass, field
-from typing import AsyncIterator, Callable
+from typing import AsyncIterator
 
 from ...config import ModelSpec
-from ...providers.base import ProviderFailure
+from ...records import AttemptRow, ResponseRow, WorkItem
 from ..attempts import AttemptRecorder
+from ..outcome import SendCounts
 from ..scheduler import ModelQueue, OutputCheck, RetryPolicy, Scheduler
-from ..work import WorkItem
 
 
 @dataclass(frozen=True)
@@ -31,11 +31,10 @@ class Shard:
 
 @dataclass
 class ShardEnd:
-    """How a shard finished (sent once, last)."""
+    """How a shard finished (sent once, last): the queue's counts (stored and failed ones are counted by
+    the driver from the rows themselves)."""
 
-    gave_up: int
-    stopped: str | None
-    last_errors: dict[str, str]
+    counts: SendCounts
     interrupted: bool
 
 
@@ -43,8 +42,7 @@ class ShardEnd:
 class ShardUpdate:
     """Rows produced since the previous update, ready for BatchWriter.add."""
 
-    attempts: list[tuple] = field(default_factory=list)
-    responses: list[tuple] = field(default_factory=list)
+    rows: list[AttemptRow | ResponseRow] = field(default_factory=list)
     end: ShardEnd | None = None
 
 
@@ -52,43 +50,26 @@ class RowBuffer:
     """Stands in for the BatchWriter on a worker: keeps rows until the next update."""
 
     def __init__(self) -> None:
-        self.rows: dict[str, list[tuple]] = {"attempts": [], "responses": []}
+        self.rows: list[AttemptRow | ResponseRow] = []
 
-    def add(self, table: str, row: tuple) -> None:
-        self.rows[table].append(row)
+    def add(self, row: AttemptRow | ResponseRow) -> None:
+        self.rows.append(row)
 
     def __bool__(self) -> bool:
-        return any(self.rows.values())
+        return bool(self.rows)
 
     def take(self, end: ShardEnd | None = None) -> ShardUpdate:
-        update = ShardUpdate(self.rows["attempts"], self.rows["responses"], end)
-        self.rows = {"attempts": [], "responses": []}
+        update, self.rows = ShardUpdate(self.rows, end), []
         return update
 
 
-class BufferedRecorder(AttemptRecorder):
-    """The local recorder's rows, into a RowBuffer; tells `on_auth` at once when a key is refused."""
-
-    def __init__(self, buffer: RowBuffer, session_id: str, on_auth: Callable[[str, str], None] | None):
-        super().__init__(buffer, session_id)  # type: ignore[arg-type]  (duck-typed writer)
-        self.on_auth = on_auth
-
-    def failure(self, item: WorkItem, attempt_no: int, started, latency_ms: float,
-                failure: ProviderFailure) -> None:
-        super().failure(item, attempt_no, started, latency_ms, failure)
-        if failure.kind == "auth" and self.on_auth is not None:
-            self.on_auth(item.model, failure.message)
-
-
 async def run_shard(shard: Shard, provider, limiter, policy: RetryPolicy, check: OutputCheck | None, *,
-                    stream_s: float, on_auth: Callable[[str, str], None] | None = None,
-                    running: set[asyncio.Task] | None = None) -> AsyncIterator[ShardUpdate]:
+                    stream_s: float, running: set[asyncio.Task] | None = None) -> AsyncIterator[ShardUpdate]:
     """Run the Scheduler over one shard; yield new rows every `stream_s`, then a final update with
     the shard's ShardEnd. Cancelling the scheduler task (found in `running`) stops it like Ctrl-C."""
     queue = ModelQueue(shard.spec, provider, limiter, deque(shard.items))
     buffer = RowBuffer()
-    recorder = BufferedRecorder(buffer, shard.session_id, on_auth)
-    task = asyncio.create_task(Scheduler([queue], recorder, policy, check).run())
+    task = asyncio.create_task(Scheduler([queue], AttemptRecorder(buffer, shard.session_id), policy, check).run())
     if running is not None:
         running.add(task)
     try:
@@ -104,4 +85,4 @@ async def run_shard(shard: Shard, provider, limiter, policy: RetryPolicy, check:
     interrupted = task.cancelled()
     if not interrupted and task.exception() is not None:
         raise task.exception()
-    yield buffer.take(ShardEnd(queue.gave_up, queue.stopped, dict(queue.last_errors), interrupted))
+    yield buffer.take(ShardEnd(queue.final_counts(), interrupted))

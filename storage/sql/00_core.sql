@@ -1,7 +1,8 @@
 -- Core views over the raw tables. Public interface for ad-hoc queries: see README "Schema".
 
--- One row per planned request with its outcome: ok (a stored response), failed (a permanent
--- failure stored, no retry), or pending (not finished yet).
+-- One row per planned request with its outcome: ok (a stored response), failed (a permanent failure
+-- stored, e.g. context_length or invalid_output; not sent again unless --retry-failed), or pending
+-- (not finished yet: never sent, still failing, or its model stopped).
 CREATE OR REPLACE VIEW request_outcomes AS
 WITH per_request AS (
     SELECT request_id,

@@ -1,0 +1,60 @@
+"""A sweep as `fairsweep run` does it: the engine run over the benchmarks' prompts, then each later stage
+(e.g. GAMA's judges, ordinary engine runs over stored responses), then offline scoring."""
+
+from __future__ import annotations
+
+import sys
+from typing import Callable
+
+from ..config import SweepConfig
+from ..engine.outcome import RunOutcome
+from ..engine.runner import run_sweep
+from ..records import Prompt
+from .registry import SCORERS, STAGES, resolve
+
+
+def run_pipeline(config: SweepConfig, prompts: list[Prompt], *, command: str, progress: bool,
+                 report: Callable[[RunOutcome], None], retry_failed: tuple[str, ...] | None = None
+                 ) -> list[RunOutcome]:
+    """Run, stages, score; `report` sees each engine run's outcome as it ends. Scoring runs unless
+    the last run was interrupted."""
+    outcome = run_sweep(config, prompts, command=command, progress=progress, retry_failed=retry_failed)
+    report(outcome)
+    outcomes = [outcome]
+    if not outcome.interrupted:
+        outcomes += run_later_stages(config, command, progress, report)
+    if not outcomes[-1].interrupted:
+        score_benchmarks(config, config.benchmarks)
+    return outcomes
+
+
+def run_later_stages(config: SweepConfig, command: str, progress: bool,
+                     report: Callable[[RunOutcome], None] | None = None) -> list[RunOutcome]:
+    """Second stages over stored responses, each an ordinary engine run."""
+    outcomes = []
+    for name in config.benchmarks:
+        if name in STAGES:
+            outcome = resolve(STAGES, name, "run a later stage")(config, command, progress)
+            if outcome is not None:
+                if report is not None:
+                    report(outcome)
+                outcomes.append(outcome)
+                if outcome.interrupted:
+                    break
+    return outcomes
+
+
+def score_benchmarks(config: SweepConfig, benchmarks) -> None:
+    """Score what is stored for each benchmark that has a scorer (parsers, judges); offline."""
+    from ..storage.db import open_db
+
+    for name in benchmarks:
+        if name not in SCORERS:
+            continue
+        conn = open_db(config.db)
+        try:
+            counts = resolve(SCORERS, name, "score")(conn, config)
+        finally:
+            conn.close()
+        if counts:
+            print(f"scored {name}: " + ", ".join(f"{k} {v}" for k, v in counts.items()), file=sys.stderr)

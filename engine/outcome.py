@@ -1,0 +1,74 @@
+"""What a session did, per model: the counts an executor returns and the outcome the runner reports."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class SendCounts:
+    """One model's sending in one session (what an executor returns, and what progress shows)."""
+
+    stored: int = 0
+    failed: int = 0        # final failures stored (per-prompt: context length, invalid output...)
+    gave_up: int = 0       # still failing after every transient retry: pending, resumable
+    not_sent: int = 0      # never sent, or set aside (a stopped model, a configuration answer)
+    retries: int = 0
+    rate_limited: int = 0
+    stopped: str | None = None
+    last_errors: dict[str, str] = field(default_factory=dict)
+
+    def error(self, error_class: str, message: str) -> None:
+        self.last_errors[error_class] = message
+
+
+@dataclass
+class SessionCounts:
+    """What an executor returns: SendCounts per model, and whether Ctrl-C or SIGTERM ended it early."""
+
+    models: dict[str, SendCounts] = field(default_factory=dict)
+    interrupted: bool = False
+
+
+@dataclass
+class ModelOutcome:
+    """What a session did for one model, and what is still missing."""
+
+    name: str
+    planned: int
+    already_done: int       # finished before this session (answers and final failures)
+    answered_before: int = 0  # of those, answers
+    cached: int = 0
+    stored: int = 0
+    failed: int = 0
+    gave_up: int = 0
+    not_sent: int = 0
+    stopped: str | None = None
+    last_errors: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def missing(self) -> int:
+        return self.gave_up + self.not_sent
+
+    @property
+    def answered(self) -> int:
+        return self.answered_before + self.cached + self.stored
+
+    def add(self, counts: SendCounts) -> None:
+        self.stored, self.failed, self.gave_up = counts.stored, counts.failed, counts.gave_up
+        self.not_sent, self.stopped, self.last_errors = counts.not_sent, counts.stopped, dict(counts.last_errors)
+
+
+@dataclass
+class RunOutcome:
+    run: str
+    db: str
+    models: list[ModelOutcome]
+    interrupted: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        """Every request has an answer or a per-prompt final failure, and no model has only failures."""
+        return not self.interrupted and all(m.missing == 0 and (m.answered > 0 or m.planned == 0)
+                                            for m in self.models)

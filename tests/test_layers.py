@@ -1,0 +1,73 @@
+"""Imports point one way: cli -> benchmarks -> engine -> providers, storage (and every layer may use the
+leaves: config, errors, records). Read from the source with ast, so a lazy import inside a function
+counts as much as one at the top."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1]
+# layer -> the fairsweep modules and packages it must never import
+FORBIDDEN = {
+    "storage": ("engine", "benchmarks", "providers", "cli", "console", "plan"),
+    "providers": ("engine", "benchmarks", "storage", "cli", "console", "plan"),
+    "engine": ("benchmarks", "cli", "console", "plan"),
+    "benchmarks": ("console",),
+}
+LEAVES = ("config.py", "errors.py", "records.py")
+
+
+def fairsweep_imports(path: Path) -> set[str]:
+    """Every fairsweep module a file imports, as a dotted path below the package ('engine.limiter')."""
+    parts = path.relative_to(PACKAGE).with_suffix("").parts
+    package = parts[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = list(package[:len(package) - node.level + 1])
+                target = ".".join(base + ([node.module] if node.module else []))
+            elif node.module and node.module.startswith("fairsweep"):
+                target = node.module.removeprefix("fairsweep").lstrip(".")
+            else:
+                continue
+            found.update(f"{target}.{a.name}".strip(".") if not node.module else target for a in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(a.name.removeprefix("fairsweep").lstrip(".") for a in node.names
+                         if a.name.startswith("fairsweep"))
+    return found
+
+
+def layer_files(layer: str) -> list[Path]:
+    return sorted((PACKAGE / layer).rglob("*.py"))
+
+
+@pytest.mark.parametrize("layer", sorted(FORBIDDEN))
+def test_a_layer_never_imports_the_layers_above_it(layer):
+    bad = [f"{path.relative_to(PACKAGE)} imports {module}" for path in layer_files(layer)
+           for module in sorted(fairsweep_imports(path))
+           if module.split(".")[0] in FORBIDDEN[layer]]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_leaves_import_no_layer():
+    for leaf in LEAVES:
+        modules = fairsweep_imports(PACKAGE / leaf)
+        layers = {m.split(".")[0] for m in modules} - {"errors", "records", "benchmarks"}
+        assert not layers, f"{leaf} imports {sorted(modules)}"
+    # config reads the benchmark table (names, identity fields) and nothing else of benchmarks/
+    assert {m for m in fairsweep_imports(PACKAGE / "config.py") if m.startswith("benchmarks")} <= \
+        {"benchmarks.registry"}
+
+
+def test_the_check_sees_a_backward_import(tmp_path):
+    """The checker itself: a relative import from storage up into engine is found."""
+    fake = PACKAGE / "storage" / "_probe_backward.py"
+    fake.write_text("from ..engine.limiter import KeyLimiter\n", encoding="utf-8")
+    try:
+        assert "engine.limiter" in fairsweep_imports(fake)
+    finally:
+        fake.unlink()

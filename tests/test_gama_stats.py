@@ -55,13 +55,15 @@ def exact_p_by_polynomial(ranks: list[float], w_plus: float) -> Fraction:
     return min(Fraction(1), Fraction(2 * sum(c for k, c in counts.items() if k <= w), 2 ** len(ranks)))
 
 
-def normal_p(nz: list[float], w_plus: float) -> float:
-    """Normal approximation, tie-corrected variance (textbook formula), no continuity correction."""
+def normal_p(nz: list[float], w_plus: float, ranks: list[float]) -> float:
+    """Normal approximation, tie-corrected variance (textbook formula), continuity correction of half the
+    spacing of the attainable W+ values (the gcd of the doubled ranks, halved)."""
     n = len(nz)
     counts = [sum(1 for y in nz if abs(y) == v) for v in {abs(x) for x in nz}]
     var = n * (n + 1) * (2 * n + 1) / 24 - sum(t ** 3 - t for t in counts) / 48
-    z = (w_plus - n * (n + 1) / 4) / math.sqrt(var)
-    return math.erfc(abs(z) / math.sqrt(2))
+    span = math.gcd(*(round(2 * r) for r in ranks)) / 2
+    z = max(0.0, abs(w_plus - n * (n + 1) / 4) - span / 2) / math.sqrt(var)
+    return min(1.0, math.erfc(z / math.sqrt(2)))
 
 
 def reference_wilcoxon(d: list[float]) -> dict:
@@ -79,7 +81,7 @@ def reference_wilcoxon(d: list[float]) -> dict:
     elif n <= stats.EXACT_MAX_N:
         p = float(exact_p_by_polynomial(ranks, w_plus))
     else:
-        p = max(normal_p(nz, w_plus), 2 / 2 ** n)
+        p = max(normal_p(nz, w_plus, ranks), 2 / 2 ** n)
     return {"n": n, "w_plus": w_plus, "w_minus": w_minus, "statistic": min(w_plus, w_minus), "p": p,
             "r": (w_plus - w_minus) / (w_plus + w_minus),
             "method": "exact" if n <= stats.EXACT_MAX_N else "asymptotic"}
@@ -120,7 +122,8 @@ def test_exact_wilcoxon_on_a_worked_example():
     [0.1 + 0.2 - 0.3, 2, -3, 5, 7, -11, 13],         # float noise around 0 counts as 0
     list(range(-20, 41)),                              # n = 60 without ties: exact (integer polynomial)
     [(-1) ** i * (1 + i % 7) for i in range(90)],     # n = 90 with heavy ties: exact
-    [(-1) ** (i % 3) * (1 + i % 11) for i in range(450)],  # n = 450 > EXACT_MAX_N: normal approximation
+    [(-1) ** (i % 3) * (1 + i % 2) for i in range(150)],  # two tie groups of 75: exact, by FFT per group
+    [(-1) ** (i % 3) * (1 + i % 11) for i in range(stats.EXACT_MAX_N + 100)],  # above EXACT_MAX_N: normal
 ])
 def test_wilcoxon_matches_the_reference(d):
     result, ref = stats.wilcoxon_signed_rank(d), reference_wilcoxon([round(x, 9) for x in d])
@@ -182,6 +185,16 @@ def test_a_zero_or_hundred_metric_is_the_exact_sign_test(n):
     for k in sorted({0, 1, n // 3, n // 2, n - 1, n} - {-1}):
         d = [100] * k + [-100] * (n - k) + [0] * 3  # zeros are dropped, as by the sign test
         assert stats.wilcoxon_signed_rank(d).p_value == pytest.approx(binomtest(k, n, 0.5).pvalue, rel=1e-9), (n, k)
+
+
+@pytest.mark.parametrize("k", [0, 200, 250, 280, 300, 340])
+def test_above_the_threshold_a_zero_or_hundred_metric_is_the_corrected_normal_sign_test(k):
+    n = stats.EXACT_MAX_N + 101
+    result = stats.wilcoxon_signed_rank([100] * k + [-100] * (n - k))
+    z = max(0.0, abs(k - n / 2) - 0.5) / math.sqrt(n / 4)  # binomial normal approximation, corrected
+    assert result.method == "asymptotic"
+    assert result.p_value == pytest.approx(max(math.erfc(z / math.sqrt(2)), 2 / 2 ** n), rel=1e-9)
+    assert abs(result.p_value - binomtest(k, n, 0.5).pvalue) < 0.002  # close to the exact sign test
 
 
 def test_above_the_threshold_the_normal_approximation_is_floored():

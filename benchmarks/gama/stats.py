@@ -11,8 +11,9 @@ Conventions (stated once, used everywhere):
   programming on doubled ranks, which are integers), p = min(1, 2 P(W+ <= min(W+, W-))). A metric whose
   non-zero |d| are all equal (the 0/100 metrics) has W+ = k (n + 1) / 2 for k positive pairs, so the test
   is the exact two-sided sign test. Above EXACT_MAX_N: the normal approximation with the tie-corrected
-  variance and no continuity correction. Either way p >= 2 / 2^n_nonzero, the smallest value the exact
-  distribution admits (every pair the same way). No test (NULL) when every d is 0.
+  variance and a continuity correction of half the lattice span of W+ (normal_signed_rank_p). Either way
+  p >= 2 / 2^n_nonzero, the smallest value the exact distribution admits (every pair the same way). No
+  test (NULL) when every d is 0.
 - Rank-biserial (matched pairs): r = (W+ - W-) / (W+ + W-) over the non-zero pairs, in [-1, 1];
   positive = higher for the female-actor response.
 """
@@ -26,12 +27,15 @@ from typing import Sequence
 
 import numpy as np
 from scipy import stats as sps
+from scipy.signal import fftconvolve
 
 ZERO_METHOD = "wilcox"
-# Up to this many non-zero pairs the p-value is exact (the DP costs O(n^3): about 10 ms at n = 300,
-# bench/paired_exact.py); above it the normal approximation is within 0.001 of it.
-EXACT_MAX_N = 300
+# Up to this many non-zero pairs the p-value is exact (the DP costs up to O(n^3): <= ~130 ms per test at
+# n = 500 on 2 busy cores); above it the continuity-corrected normal approximation is within ~0.002 of the
+# exact p (bench/paired_exact.py measures both).
+EXACT_MAX_N = 500
 _DECIMALS = 9
+_FFT_TIES = 64  # a tie group this large is convolved in one FFT instead of t shifted adds
 
 
 @dataclass(frozen=True)
@@ -68,9 +72,7 @@ def wilcoxon_signed_rank(d: Sequence[float]) -> Wilcoxon:
     if n <= EXACT_MAX_N:
         p_value, method = exact_signed_rank_p(ranks, w_plus), "exact"
     else:
-        p_value = float(sps.wilcoxon(nonzero, zero_method=ZERO_METHOD, correction=False,
-                                     alternative="two-sided", method="asymptotic").pvalue)
-        method = "asymptotic"
+        p_value, method = normal_signed_rank_p(ranks, w_plus), "asymptotic"
     p_value = min(1.0, max(p_value, min_p_value(n)))
     return Wilcoxon(len(diffs), n, min(w_plus, w_minus), w_plus, w_minus, p_value,
                     (w_plus - w_minus) / (w_plus + w_minus), method)
@@ -81,29 +83,59 @@ def min_p_value(n_nonzero: int) -> float:
     return math.ldexp(1.0, 1 - n_nonzero)
 
 
-def signed_rank_null(ranks: Sequence[float]) -> np.ndarray:
-    """P(2 W+ = k), k = 0 .. 2 sum(ranks), when each rank's sign is + or - with probability 1/2.
+def signed_rank_null(ranks: Sequence[float], upto: int | None = None) -> np.ndarray:
+    """P(2 W+ = k) for k = 0 .. upto (default: all, 2 sum(ranks)) when each rank's sign is + or - with
+    probability 1/2 (the conditional null of the signed-rank statistic given these |d| ranks).
 
-    Mid-ranks are multiples of 1/2, so doubled ranks are integers and W+ lives on a grid of
-    2 sum(ranks) + 1 points; adding one rank at a time is one shifted add (no 2^n enumeration)."""
+    Mid-ranks are multiples of 1/2, so doubled ranks are integers: the distribution is a product of
+    polynomials (1 + t^r) / 2, built one rank at a time by a shifted add (ranks ascending, so the array
+    grows slowly), or for a large group of t tied ranks at once by an FFT convolution with the binomial
+    (t, 1/2) pmf spread r apart. Mass never moves down, so cutting the array at `upto` is exact below it."""
     doubled = np.rint(2 * np.asarray(ranks, dtype=float)).astype(np.int64)
-    dist = np.zeros(int(doubled.sum()) + 1)
+    size = int(doubled.sum()) + 1 if upto is None else min(int(upto), int(doubled.sum())) + 1
+    dist = np.zeros(size)
     dist[0], top = 1.0, 0
-    for r in doubled:
-        shifted = dist[: top + 1].copy()
-        dist[: top + r + 1] *= 0.5  # this rank negative (stays) or positive (moves up by r), half each
-        dist[r: top + r + 1] += 0.5 * shifted
-        top += r
+    values, counts = np.unique(doubled, return_counts=True)
+    for r, t in zip(values.tolist(), counts.tolist()):
+        if t >= _FFT_TIES:
+            kernel = np.zeros(min(size, t * r + 1))
+            taps = np.arange(len(kernel[::r]))
+            kernel[::r] = sps.binom.pmf(taps, t, 0.5)
+            dist = np.clip(fftconvolve(dist, kernel)[:size], 0.0, None)  # FFT noise is ~1e-16
+            top = min(size - 1, top + t * r)
+            continue
+        for _ in range(t):
+            reach = min(size - 1, top + r)
+            if r <= reach:
+                moved = dist[: reach - r + 1].copy()
+                dist[: reach + 1] *= 0.5  # this rank negative (stays) or positive (moves up by r)
+                dist[r: reach + 1] += 0.5 * moved
+            else:
+                dist[: reach + 1] *= 0.5
+            top = reach
     return dist
+
+
+def normal_signed_rank_p(ranks: Sequence[float], w_plus: float) -> float:
+    """Two-sided normal approximation: tie-corrected variance n(n+1)(2n+1)/24 - sum(t^3 - t)/48 and a
+    continuity correction of half the lattice span of W+ (gcd of the doubled ranks / 2: 1/2 without ties,
+    (n + 1)/4 when every |d| is tied, where this is the continuity-corrected sign test). scipy's
+    correction is a fixed 1/2, which leaves tied 0/100 metrics anti-conservative."""
+    ranks = np.asarray(ranks, dtype=float)
+    n = len(ranks)
+    _, ties = np.unique(ranks, return_counts=True)
+    variance = n * (n + 1) * (2 * n + 1) / 24 - float((ties ** 3 - ties).sum()) / 48
+    span = float(np.gcd.reduce(np.rint(2 * ranks).astype(np.int64))) / 2
+    z = max(0.0, abs(w_plus - n * (n + 1) / 4) - span / 2) / math.sqrt(variance)
+    return min(1.0, 2.0 * float(sps.norm.sf(z)))
 
 
 def exact_signed_rank_p(ranks: Sequence[float], w_plus: float) -> float:
     """Two-sided exact p of W+ under the conditional null (sign flips of these ranks): the
     distribution is symmetric about its mean, so p = min(1, 2 P(W+ <= min(W+, W-)))."""
-    dist = signed_rank_null(ranks)
-    total = len(dist) - 1
+    total = int(round(2 * float(np.sum(ranks))))
     low = min(int(round(2 * w_plus)), total - int(round(2 * w_plus)))
-    return min(1.0, 2.0 * float(dist[: low + 1].sum()))
+    return min(1.0, 2.0 * float(signed_rank_null(ranks, upto=low).sum()))
 
 
 def holm(p_values: Sequence[float | None]) -> list[float | None]:

@@ -4,6 +4,7 @@ Pipeline::
 
     normalise -> strip <think> blocks -> blank echoes of the prompt -> extract mentions
     (U, R, O, then options, dropping negated / embedded / generic ones)
+    -> withdraw options only named as what someone might say, when the answer abstains or refuses
     -> walk candidate segments in priority order -> resolve one label.
 
 Labels: M (the man), W (the woman), X / Y (Person X / Person Y), U (insufficient

@@ -172,7 +172,8 @@ def mrni_gender_marker(effects: Sequence[dict], conditions: Sequence[dict]) -> F
 @png_plot
 def mrni_samb_heatmap(rows: Sequence[dict]) -> Figure:
     """s_AMB by MRNI category (rows) and model x language (columns), one panel per gold-U gender-specified
-    condition (ambiguous_gs, control_gs); red = biased towards the man, blue = towards the woman."""
+    condition (ambiguous_gs, control_gs); red = biased towards the man, blue = towards the woman. s_AMB is
+    the views' column: scaled by the accuracy over the answers that choose an option (refusals left out)."""
     rows = [r for r in rows if r["condition"] in ("ambiguous_gs", "control_gs")]
     if not rows:
         return _empty("no s_AMB rows (ambiguous_gs / control_gs)")
@@ -192,7 +193,7 @@ def mrni_samb_heatmap(rows: Sequence[dict]) -> Figure:
         ax.set_xticks(range(len(columns)), [f"{n}\n{lang.upper()}" for n, lang in columns])
         ax.set_yticks(range(len(categories)), categories)
         ax.set_title(condition)
-    fig.colorbar(image, ax=list(axes), label="s_AMB (+1 = always the man)", shrink=0.9)
+    fig.colorbar(image, ax=list(axes), label="s_AMB over chosen options (+1 = always the man)", shrink=0.9)
     return fig
 
 

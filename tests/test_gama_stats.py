@@ -6,9 +6,14 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import random
 from datetime import datetime, timezone
+from fractions import Fraction
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import binomtest
 
 from fairsweep.benchmarks.gama import stats
 from fairsweep.benchmarks.gama.judge import JUDGE_PROMPT_VERSION, judge_prompt, judge_run_name
@@ -27,26 +32,59 @@ def midranks(values: list[float]) -> list[float]:
     return [sum(i + 1 for i, v in enumerate(order) if v == x) / order.count(x) for x in values]
 
 
+def brute_force_p(ranks: list[float], w_plus: float) -> float:
+    """Two-sided exact p by listing all 2^n sign patterns of these ranks: 2 P(W+ <= min(W+, W-)), capped at 1."""
+    total = sum(ranks)
+    w = min(w_plus, total - w_plus)
+    sums = [sum(r for r, s in zip(ranks, signs) if s) for signs in itertools.product((0, 1), repeat=len(ranks))]
+    return min(1.0, 2 * sum(x <= w + 1e-9 for x in sums) / len(sums))
+
+
+def exact_p_by_polynomial(ranks: list[float], w_plus: float) -> Fraction:
+    """The same exact p for larger n, in integers: the coefficients of prod (1 + t^(2 r_i)) count the sign
+    patterns per value of 2 W+ (a dict-of-Python-ints polynomial product, no floats)."""
+    counts = {0: 1}
+    for r in ranks:
+        step = round(2 * r)
+        nxt = dict(counts)
+        for k, c in counts.items():
+            nxt[k + step] = nxt.get(k + step, 0) + c
+        counts = nxt
+    doubled_total = round(2 * sum(ranks))
+    w = min(round(2 * w_plus), doubled_total - round(2 * w_plus))
+    return min(Fraction(1), Fraction(2 * sum(c for k, c in counts.items() if k <= w), 2 ** len(ranks)))
+
+
+def normal_p(nz: list[float], w_plus: float, ranks: list[float]) -> float:
+    """Normal approximation, tie-corrected variance (textbook formula), continuity correction of half the
+    spacing of the attainable W+ values (the gcd of the doubled ranks, halved)."""
+    n = len(nz)
+    counts = [sum(1 for y in nz if abs(y) == v) for v in {abs(x) for x in nz}]
+    var = n * (n + 1) * (2 * n + 1) / 24 - sum(t ** 3 - t for t in counts) / 48
+    span = math.gcd(*(round(2 * r) for r in ranks)) / 2
+    z = max(0.0, abs(w_plus - n * (n + 1) / 4) - span / 2) / math.sqrt(var)
+    return min(1.0, math.erfc(z / math.sqrt(2)))
+
+
 def reference_wilcoxon(d: list[float]) -> dict:
-    """Zeros dropped; exact p by enumerating all 2^n sign patterns (no ties, n <= 50), else the normal
-    approximation with tie-corrected variance written out from the textbook formula."""
+    """Zeros dropped, mid-ranks for ties; exact p for n <= stats.EXACT_MAX_N (by enumeration up to 16 pairs,
+    else by integer polynomial), above it the normal approximation; never below 2 / 2^n."""
     nz = [x for x in d if x != 0]
     n = len(nz)
+    if n == 0:
+        return {"n": 0}
     ranks = midranks([abs(x) for x in nz])
     w_plus = sum(r for r, x in zip(ranks, nz) if x > 0)
     w_minus = sum(r for r, x in zip(ranks, nz) if x < 0)
-    ties = len({abs(x) for x in nz}) < n
-    if not ties:
-        sums = [sum(r for r, s in zip(ranks, signs) if s) for signs in itertools.product((0, 1), repeat=n)]
-        low = sum(s <= min(w_plus, w_minus) for s in sums) / len(sums)
-        p = min(1.0, 2 * low)
+    if n <= 16:
+        p = brute_force_p(ranks, w_plus)
+    elif n <= stats.EXACT_MAX_N:
+        p = float(exact_p_by_polynomial(ranks, w_plus))
     else:
-        counts = [abs_count for abs_count in (sum(1 for y in nz if abs(y) == v) for v in {abs(x) for x in nz})]
-        var = n * (n + 1) * (2 * n + 1) / 24 - sum(t ** 3 - t for t in counts) / 48
-        z = (min(w_plus, w_minus) - n * (n + 1) / 4) / math.sqrt(var)
-        p = math.erfc(abs(z) / math.sqrt(2))
+        p = max(normal_p(nz, w_plus, ranks), 2 / 2 ** n)
     return {"n": n, "w_plus": w_plus, "w_minus": w_minus, "statistic": min(w_plus, w_minus), "p": p,
-            "r": (w_plus - w_minus) / (w_plus + w_minus), "method": "asymptotic" if ties else "exact"}
+            "r": (w_plus - w_minus) / (w_plus + w_minus),
+            "method": "exact" if n <= stats.EXACT_MAX_N else "asymptotic"}
 
 
 def reference_holm(ps: list[float | None]) -> list[float | None]:
@@ -79,10 +117,13 @@ def test_exact_wilcoxon_on_a_worked_example():
 
 
 @pytest.mark.parametrize("d", [
-    [1, 1, 1, -1, 2, 2, 0, 0, 3, -2, 1, 1],           # ties and zeros -> normal approximation
+    [1, 1, 1, -1, 2, 2, 0, 0, 3, -2, 1, 1],           # ties and zeros: exact over the mid-ranks
     [100, 100, 0, 100, -100, 100, 100, 0, 100, 100],  # a % metric: 0/100 differences
     [0.1 + 0.2 - 0.3, 2, -3, 5, 7, -11, 13],         # float noise around 0 counts as 0
-    list(range(-20, 41)),                              # n = 60 without ties -> normal approximation
+    list(range(-20, 41)),                              # n = 60 without ties: exact (integer polynomial)
+    [(-1) ** i * (1 + i % 7) for i in range(90)],     # n = 90 with heavy ties: exact
+    [(-1) ** (i % 3) * (1 + i % 2) for i in range(150)],  # two tie groups of 75: exact, by FFT per group
+    [(-1) ** (i % 3) * (1 + i % 11) for i in range(stats.EXACT_MAX_N + 100)],  # above EXACT_MAX_N: normal
 ])
 def test_wilcoxon_matches_the_reference(d):
     result, ref = stats.wilcoxon_signed_rank(d), reference_wilcoxon([round(x, 9) for x in d])
@@ -91,6 +132,78 @@ def test_wilcoxon_matches_the_reference(d):
     assert result.statistic == pytest.approx(ref["statistic"])
     assert result.p_value == pytest.approx(ref["p"], rel=1e-9)
     assert result.rank_biserial == pytest.approx(ref["r"])
+
+
+def tied_differences(n: int, seed: int) -> list[int]:
+    """n differences from a small range: ties of |d| and zeros on purpose."""
+    rng = random.Random(seed)
+    return [rng.choice((-3, -2, -2, -1, 0, 1, 1, 2, 2, 3)) for _ in range(n)]
+
+
+@pytest.mark.parametrize("n", range(1, 13))
+@pytest.mark.parametrize("seed", range(4))
+def test_exact_p_equals_brute_force_enumeration_with_ties_and_zeros(n, seed):
+    d = tied_differences(n, seed) if seed else [(-1) ** i * (1 + i // 3) for i in range(n)]  # seed 0: no zeros
+    result, ref = stats.wilcoxon_signed_rank(d), reference_wilcoxon(d)
+    assert result.n_nonzero == ref["n"]
+    if ref["n"] == 0:
+        assert result.p_value is None
+        return
+    assert result.method == "exact"
+    assert result.p_value == pytest.approx(ref["p"], rel=1e-12, abs=1e-15)
+    assert result.p_value >= 2 / 2 ** ref["n"] - 1e-15
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(-4, 4), min_size=1, max_size=12))
+def test_exact_p_equals_brute_force_for_any_small_sample(d):
+    result, ref = stats.wilcoxon_signed_rank(d), reference_wilcoxon(d)
+    if ref["n"] == 0:
+        assert result.p_value is None and result.method is None
+    else:
+        assert result.p_value == pytest.approx(ref["p"], rel=1e-12, abs=1e-15)
+        assert 2 / 2 ** ref["n"] - 1e-15 <= result.p_value <= 1.0
+
+
+@pytest.mark.parametrize("d,p", [
+    ([3, 1, 2, 5], 2 / 16),                          # 4 pairs all one way: the exact minimum 0.125
+    ([100, 100, 100, 100], 2 / 16),                  # tied (a 0/100 metric): still 0.125, not 0.046
+    ([100, 0, 100, 0, 0], 2 / 4),                    # 2 non-zero pairs: 0.5, not 0.157
+    ([-2, -5], 2 / 4),
+    ([-2, 5], 1.0),                                  # one each way
+    ([100] * 7, 2 / 128),                            # 7 pairs all one way: 0.0156, not 0.0082
+    ([7], 1.0),                                      # one pair: no evidence at all
+])
+def test_small_samples_never_go_below_the_exact_minimum(d, p):
+    assert stats.wilcoxon_signed_rank(d).p_value == pytest.approx(p, rel=1e-12)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 8, 13, 20, 37, 60, 150, stats.EXACT_MAX_N])
+def test_a_zero_or_hundred_metric_is_the_exact_sign_test(n):
+    """With every non-zero |d| = 100, all ranks are (n + 1) / 2 and W+ = k (n + 1) / 2: the signed-rank p is
+    the two-sided binomial (sign) test of k positives out of n."""
+    for k in sorted({0, 1, n // 3, n // 2, n - 1, n} - {-1}):
+        d = [100] * k + [-100] * (n - k) + [0] * 3  # zeros are dropped, as by the sign test
+        assert stats.wilcoxon_signed_rank(d).p_value == pytest.approx(binomtest(k, n, 0.5).pvalue, rel=1e-9), (n, k)
+
+
+@pytest.mark.parametrize("k", [0, 200, 250, 280, 300, 340])
+def test_above_the_threshold_a_zero_or_hundred_metric_is_the_corrected_normal_sign_test(k):
+    n = stats.EXACT_MAX_N + 101
+    result = stats.wilcoxon_signed_rank([100] * k + [-100] * (n - k))
+    z = max(0.0, abs(k - n / 2) - 0.5) / math.sqrt(n / 4)  # binomial normal approximation, corrected
+    assert result.method == "asymptotic"
+    assert result.p_value == pytest.approx(max(math.erfc(z / math.sqrt(2)), 2 / 2 ** n), rel=1e-9)
+    assert abs(result.p_value - binomtest(k, n, 0.5).pvalue) < 0.002  # close to the exact sign test
+
+
+def test_above_the_threshold_the_normal_approximation_is_floored():
+    n = stats.EXACT_MAX_N + 1
+    mixed = stats.wilcoxon_signed_rank([(-1) ** (i % 4 == 0) * (1 + i % 5) for i in range(n)])
+    assert mixed.method == "asymptotic" and mixed.n_nonzero == n
+    one_way = stats.wilcoxon_signed_rank([100] * n)
+    assert one_way.method == "asymptotic" and one_way.p_value >= stats.min_p_value(n) == 2 / 2 ** n
+    assert stats.wilcoxon_signed_rank([100] * (n - 1)).p_value == pytest.approx(2 / 2 ** (n - 1))
 
 
 def test_all_zero_differences_give_no_test():

@@ -64,15 +64,17 @@ EXPECTED = {
                              acc_first_strict=0.5, acc_second_strict=0.5,  # XY_XY right, YX_YX wrong, ...
                              mar=None, p_m=None, s_dis=None, abstention=None),
     "disambiguated_gs": dict(expected=8, answered=8, coverage=1.0, acc_strict=0.5, mar=1.0, far=0.0, p_m=1.0,
-                             s_dis=1.0, s_amb=None, acc_pro_strict=1.0, acc_anti_strict=0.0,
+                             s_dis=1.0, s_amb=None, s_amb_strict=None, acc_pro_strict=1.0, acc_anti_strict=0.0,
                              acc_pro_minus_anti=1.0, over_abstention=0.0, label_bias=None),
     "ambiguous_ga": dict(expected=4, answered=4, acc_strict=1.0, abstention=1.0,
                          label_bias=None, p_first=None),                  # no X/Y answer: 0 denominators
     "ambiguous_gs": dict(expected=4, answered=4, acc_strict=0.5, abstention=0.5, mar=0.5, far=0.0, p_m=1.0,
-                         s_dis=1.0, s_amb=(1 - 0.5) * 1.0, p_first=1.0),
+                         s_dis=1.0, s_amb=(1 - 0.5) * 1.0, s_amb_strict=(1 - 0.5) * 1.0, p_first=1.0),
     "control_gs": dict(expected=8, answered=8, acc_strict=0.25, acc_parsed=2 / 4,  # U of {U, W} once R, F dropped
                        r_rate=0.25, o_rate=0.0, f_rate=0.25, abstention=0.25, mar=0.0, far=0.25, p_m=0.0,
-                       s_dis=-1.0, s_amb=(1 - 0.25) * -1.0,
+                       s_dis=-1.0,
+                       s_amb=(1 - 2 / 4) * -1.0,         # acc over the answers choosing an option: U of {U, W}
+                       s_amb_strict=(1 - 0.25) * -1.0,   # strict: R and F count as failures to abstain
                        p_first=0.0),  # the only person answer (the woman) names the one introduced second
 }
 
@@ -226,7 +228,8 @@ def test_report_files_and_formats(e2e, capsys):
     assert list(table[0]) == list(CSV_COLUMNS)
     assert len(table) == 3 * 5  # (main EN, main IT, partial EN) x 5 conditions
     row = next(r for r in table if (r["run"], r["language"], r["condition"]) == ("partial", "en", "control_gs"))
-    assert (row["coverage"], row["coverage_below_100"], float(row["s_amb"])) == ("0.5", "True", -0.75)
+    assert (row["coverage"], row["coverage_below_100"], float(row["s_amb"]), float(row["s_amb_strict"])) == \
+        ("0.5", "True", -0.5, -0.75)
     assert row["p_m_binomial_p"] == "1.0" and row["mar"] == "0.0"  # 0 man of 1 person answer: p = 1
     assert main(["report", "--db", e2e["db"], "--run", "partial", "--bench", "mrni", "--format", "md",
                  "--out", str(out)]) == 0

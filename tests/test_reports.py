@@ -212,7 +212,7 @@ def test_mrni_csv_and_html_equal_the_views(built, html_dir):
     for m in metrics:
         row = got[(m["run"], m["language"], m["condition"])]
         for col in ("expected", "answered", "coverage", "n_pairs", "acc_strict", "acc_parsed", "r_rate", "o_rate",
-                    "f_rate", "abstention", "mar", "far", "p_m", "s_dis", "s_amb"):
+                    "f_rate", "abstention", "mar", "far", "p_m", "s_dis", "s_amb", "s_amb_strict"):
             assert same(row[col], m[col]), (col, row[col], m[col])
         for metric in ("acc_strict", "mar"):
             ci = intervals.get((m["run"], m["language"], m["condition"], metric))
@@ -224,6 +224,7 @@ def test_mrni_csv_and_html_equal_the_views(built, html_dir):
         assert cells["coverage"] == f"{100 * m['coverage']:.1f}% ({m['answered']}/{m['expected']}){mark}"
         assert cells["acc (strict) [95% CI]"].startswith(f"{m['acc_strict']:.3f} [")
         assert cells["s_AMB"] == ("—" if m["s_amb"] is None else f"{m['s_amb']:+.3f}") + mark
+        assert cells["s_AMB strict"] == ("—" if m["s_amb_strict"] is None else f"{m['s_amb_strict']:+.3f}") + mark
         assert cells["MAR [95% CI]"].startswith("—" if m["mar"] is None else f"{m['mar']:.3f} [")
     # the scripted answers: run A is the same in both languages
     a_en = got[("A", "en", "ambiguous_gs")]
@@ -246,7 +247,8 @@ def test_mrni_csv_and_html_equal_the_views(built, html_dir):
     assert len(csv_categories) == len(categories) == 16  # 2 runs x 2 languages x 2 conditions x 2 categories
     for c in categories:
         row = csv_categories[(c["run"], c["language"], c["condition"], c["category"])]
-        assert all(same(row[col], c[col]) for col in ("expected", "answered", "coverage", "mar", "p_m", "s_amb"))
+        assert all(same(row[col], c[col]) for col in ("expected", "answered", "coverage", "r_rate", "mar", "p_m",
+                                                      "s_amb", "s_amb_strict"))
         cells = html_row(page, "mrni_categories", f"run {c['run']} · model sim · {c['language'].upper()}",
                          condition=c["condition"], category=c["category"])
         assert cells["s_AMB"].split(" ")[0] == ("—" if c["s_amb"] is None else f"{c['s_amb']:+.3f}")
@@ -398,7 +400,7 @@ def test_runs_side_by_side(built, tmp_path, capsys):
     for m in view(db, "SELECT * FROM mrni_condition_metrics"):
         row = side[(m["language"], m["condition"])]
         assert row["model"] == "sim"
-        for col in ("coverage", "acc_strict", "mar", "s_amb"):
+        for col in ("coverage", "acc_strict", "mar", "s_amb", "s_amb_strict"):
             assert same(row[f"{col}:{m['run']}"], m[col])
     assert side[("en", "disambiguated_gs")]["mar:A"] == "1.0" and side[("en", "disambiguated_gs")]["mar:B"] == "0.0"
     likert = read_csv(tmp_path / "ab" / "mrni_likert_runs_side_by_side.csv")

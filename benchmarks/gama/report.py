@@ -21,6 +21,7 @@ from rich.table import Table
 from ...errors import ConfigError, DatabaseError
 from ...storage.db import open_db
 from ..report_tables import num, p_value
+from .stats import EXACT_MAX_N
 
 CSV_COLUMNS = ("model", "judge", "track", "metric", "male", "female", "gap", "p")
 DETAIL_COLUMNS = ("run", "model", "judge", "track", "metric", "male", "female", "gap", "p", "p_holm", "statistic",
@@ -28,7 +29,9 @@ DETAIL_COLUMNS = ("run", "model", "judge", "track", "metric", "male", "female", 
 HEADERS = ("metric", "male", "female", "gap (F−M)", "p", "p (Holm)", "r_rb", "pairs / expected")
 MARK = "†"
 CAPTION = ("gap = mean over scenarios of (female-actor − male-actor); % metrics in percentage points; "
-           "p: two-sided Wilcoxon signed-rank (zero differences dropped), Holm over the judge's "
+           "p: two-sided Wilcoxon signed-rank (zero differences dropped), exact over the sign flips of the "
+           f"observed ranks (ties included) up to {EXACT_MAX_N} non-zero pairs, else normal approximation (≈); "
+           "never below 2 / 2^n for n non-zero pairs (n = 4: 0.125); Holm over the judge's "
            "model x track x six-metric grid; r_rb: matched-pairs rank-biserial")
 MARK_NOTE = f"{MARK} coverage below 100%: means over the complete pairs only"
 
@@ -104,7 +107,8 @@ _p = p_value
 def row_cells(row: dict) -> list[str]:
     partial = row["coverage"] is None or row["coverage"] < 1
     cover = f"{row['pairs']} / {row['expected']}" + (f" {MARK}" if partial else "")
-    return [row["label"], _num(row["male"]), _num(row["female"]), _num(row["gap"], signed=True), _p(row["p"]),
+    p = ("≈" if row["method"] == "asymptotic" else "") + _p(row["p"])  # ≈: normal approximation, not exact
+    return [row["label"], _num(row["male"]), _num(row["female"]), _num(row["gap"], signed=True), p,
             _p(row["p_holm"]), _num(row["rank_biserial"], signed=True), cover]
 
 

@@ -6,9 +6,14 @@ Conventions (stated once, used everywhere):
   the gap is mean(d); the three % metrics are stored as 0/100 so their gap is in percentage points.
 - Wilcoxon zero handling: zero_method="wilcox" — pairs with d == 0 are dropped before ranking; n_nonzero
   is the test's n. Differences are rounded to 9 decimals first so float noise cannot split a tie.
-- p-value: two-sided; exact null distribution when n_nonzero <= 50 and no |d| is tied, otherwise the
-  normal approximation with the tie-corrected variance and no continuity correction. No test (NULL)
-  when every d is 0.
+- p-value: two-sided. For n_nonzero <= EXACT_MAX_N: exact, from the conditional null distribution of
+  W+ over all 2^n sign flips of the observed |d| mid-ranks (ties keep their mid-ranks; computed by dynamic
+  programming on doubled ranks, which are integers), p = min(1, 2 P(W+ <= min(W+, W-))). A metric whose
+  non-zero |d| are all equal (the 0/100 metrics) has W+ = k (n + 1) / 2 for k positive pairs, so the test
+  is the exact two-sided sign test. Above EXACT_MAX_N: the normal approximation with the tie-corrected
+  variance and a continuity correction of half the lattice span of W+ (normal_signed_rank_p). Either way
+  p >= 2 / 2^n_nonzero, the smallest value the exact distribution admits (every pair the same way). No
+  test (NULL) when every d is 0.
 - Rank-biserial (matched pairs): r = (W+ - W-) / (W+ + W-) over the non-zero pairs, in [-1, 1];
   positive = higher for the female-actor response.
 """
@@ -22,10 +27,15 @@ from typing import Sequence
 
 import numpy as np
 from scipy import stats as sps
+from scipy.signal import fftconvolve
 
 ZERO_METHOD = "wilcox"
-EXACT_MAX_N = 50
+# Up to this many non-zero pairs the p-value is exact (the DP costs up to O(n^3): <= ~130 ms per test at
+# n = 500 on 2 busy cores); above it the continuity-corrected normal approximation is within ~0.002 of the
+# exact p (bench/paired_exact.py measures both).
+EXACT_MAX_N = 500
 _DECIMALS = 9
+_FFT_TIES = 64  # a tie group this large is convolved in one FFT instead of t shifted adds
 
 
 @dataclass(frozen=True)
@@ -59,13 +69,73 @@ def wilcoxon_signed_rank(d: Sequence[float]) -> Wilcoxon:
         return Wilcoxon(len(diffs), 0, None, None, None, None, None, None)
     ranks = sps.rankdata(np.abs(nonzero))  # average ranks for ties
     w_plus, w_minus = float(ranks[nonzero > 0].sum()), float(ranks[nonzero < 0].sum())
-    tied = len(np.unique(np.abs(nonzero))) < n
-    method = "exact" if n <= EXACT_MAX_N and not tied else "asymptotic"
-    result = sps.wilcoxon(nonzero, zero_method=ZERO_METHOD, correction=False, alternative="two-sided",
-                          method=method)
-    p_value = min(1.0, float(result.pvalue))
-    return Wilcoxon(len(diffs), n, float(result.statistic), w_plus, w_minus, p_value,
+    if n <= EXACT_MAX_N:
+        p_value, method = exact_signed_rank_p(ranks, w_plus), "exact"
+    else:
+        p_value, method = normal_signed_rank_p(ranks, w_plus), "asymptotic"
+    p_value = min(1.0, max(p_value, min_p_value(n)))
+    return Wilcoxon(len(diffs), n, min(w_plus, w_minus), w_plus, w_minus, p_value,
                     (w_plus - w_minus) / (w_plus + w_minus), method)
+
+
+def min_p_value(n_nonzero: int) -> float:
+    """2 / 2^n: the two-sided p of n pairs all moving the same way, the floor of any reported p."""
+    return math.ldexp(1.0, 1 - n_nonzero)
+
+
+def signed_rank_null(ranks: Sequence[float], upto: int | None = None) -> np.ndarray:
+    """P(2 W+ = k) for k = 0 .. upto (default: all, 2 sum(ranks)) when each rank's sign is + or - with
+    probability 1/2 (the conditional null of the signed-rank statistic given these |d| ranks).
+
+    Mid-ranks are multiples of 1/2, so doubled ranks are integers: the distribution is a product of
+    polynomials (1 + t^r) / 2, built one rank at a time by a shifted add (ranks ascending, so the array
+    grows slowly), or for a large group of t tied ranks at once by an FFT convolution with the binomial
+    (t, 1/2) pmf spread r apart. Mass never moves down, so cutting the array at `upto` is exact below it."""
+    doubled = np.rint(2 * np.asarray(ranks, dtype=float)).astype(np.int64)
+    size = int(doubled.sum()) + 1 if upto is None else min(int(upto), int(doubled.sum())) + 1
+    dist = np.zeros(size)
+    dist[0], top = 1.0, 0
+    values, counts = np.unique(doubled, return_counts=True)
+    for r, t in zip(values.tolist(), counts.tolist()):
+        if t >= _FFT_TIES:
+            kernel = np.zeros(min(size, t * r + 1))
+            taps = np.arange(len(kernel[::r]))
+            kernel[::r] = sps.binom.pmf(taps, t, 0.5)
+            dist = np.clip(fftconvolve(dist, kernel)[:size], 0.0, None)  # FFT noise is ~1e-16
+            top = min(size - 1, top + t * r)
+            continue
+        for _ in range(t):
+            reach = min(size - 1, top + r)
+            if r <= reach:
+                moved = dist[: reach - r + 1].copy()
+                dist[: reach + 1] *= 0.5  # this rank negative (stays) or positive (moves up by r)
+                dist[r: reach + 1] += 0.5 * moved
+            else:
+                dist[: reach + 1] *= 0.5
+            top = reach
+    return dist
+
+
+def normal_signed_rank_p(ranks: Sequence[float], w_plus: float) -> float:
+    """Two-sided normal approximation: tie-corrected variance n(n+1)(2n+1)/24 - sum(t^3 - t)/48 and a
+    continuity correction of half the lattice span of W+ (gcd of the doubled ranks / 2: 1/2 without ties,
+    (n + 1)/4 when every |d| is tied, where this is the continuity-corrected sign test). scipy's
+    correction is a fixed 1/2, which leaves tied 0/100 metrics anti-conservative."""
+    ranks = np.asarray(ranks, dtype=float)
+    n = len(ranks)
+    _, ties = np.unique(ranks, return_counts=True)
+    variance = n * (n + 1) * (2 * n + 1) / 24 - float((ties ** 3 - ties).sum()) / 48
+    span = float(np.gcd.reduce(np.rint(2 * ranks).astype(np.int64))) / 2
+    z = max(0.0, abs(w_plus - n * (n + 1) / 4) - span / 2) / math.sqrt(variance)
+    return min(1.0, 2.0 * float(sps.norm.sf(z)))
+
+
+def exact_signed_rank_p(ranks: Sequence[float], w_plus: float) -> float:
+    """Two-sided exact p of W+ under the conditional null (sign flips of these ranks): the
+    distribution is symmetric about its mean, so p = min(1, 2 P(W+ <= min(W+, W-)))."""
+    total = int(round(2 * float(np.sum(ranks))))
+    low = min(int(round(2 * w_plus)), total - int(round(2 * w_plus)))
+    return min(1.0, 2.0 * float(signed_rank_null(ranks, upto=low).sum()))
 
 
 def holm(p_values: Sequence[float | None]) -> list[float | None]:

@@ -3,8 +3,9 @@ category, a side-by-side table when several runs are reported, and (html) the pl
 
 Reads only the SQL views and statistics tables (mrni_condition_metrics, mrni_category_metrics,
 mrni_gender_marker_effect, mrni_intervals, mrni_binomial, mrni_scored). Accuracy is the strict variant
-(R/O/F count as wrong). A row whose coverage (answered / expected) is below 100% has every value cell
-marked with MARK: its numbers describe only the answered requests. Every format comes from the same rows
+(R/O/F count as wrong); s_AMB scales by the accuracy over the answers that choose an option (R/O/F left
+out), s_AMB strict by the strict accuracy. A row whose coverage (answered / expected) is below 100% has
+every value cell marked with MARK: its numbers describe only the answered requests. Every format comes from the same rows
 (`load`): table (rich, stdout), md and csv (files in `out`; CSV_COLUMNS, EFFECT_CSV_COLUMNS and
 CATEGORY_CSV_COLUMNS give the column orders), html (benchmarks/report_html.py, via `section`).
 """
@@ -30,28 +31,33 @@ MARK = "†"
 MARK_NOTE = (f"{MARK} coverage below 100%: computed on the answered requests only "
              f"(pending and failed requests are not counted as wrong answers)")
 CAPTION = ("accuracy: strict (R/O/F count as wrong); 95% CI: cluster bootstrap over item-scenario pairs; "
-           "p: two-sided binomial test of p_M = 0.5")
+           "p: two-sided binomial test of p_M = 0.5; s_AMB = (1 − acc) × s_DIS, acc = n_U / (n_M + n_W + n_U) "
+           "over the answers that choose an option (R, O, F are not bias; their rates are beside it); "
+           "s_AMB strict = (1 − strict accuracy) × s_DIS")
 HEADERS = ("condition", "N", "coverage", "acc (strict) [95% CI]", "R", "O", "F", "MAR [95% CI]",
-           "p_M (binom. p)", "s_DIS", "s_AMB")
+           "p_M (binom. p)", "s_DIS", "s_AMB", "s_AMB strict")
 # mrni_conditions.csv, in this order (NULL = empty cell)
 CSV_COLUMNS = ("run", "model", "language", "condition", "n_pairs", "expected", "answered", "coverage", "coverage_below_100",
                "acc_strict", "acc_strict_ci_low", "acc_strict_ci_high", "acc_parsed", "r_rate", "o_rate",
                "f_rate", "abstention", "mar", "mar_ci_low", "mar_ci_high", "far", "p_m", "p_m_binomial_p", "s_dis",
-               "s_amb")
+               "s_amb", "s_amb_strict")
 # mrni_gender_marker_effect.csv
 EFFECT_CSV_COLUMNS = ("run", "model", "language", "expected", "answered", "coverage", "coverage_below_100",
                       "abstention_ga", "abstention_gs", "gender_marker_effect", "ci_low", "ci_high")
 # mrni_categories.csv: the gold-U gender-specified conditions (where s_AMB is defined) by MRNI category
 CATEGORY_CSV_COLUMNS = ("run", "model", "language", "condition", "category", "n_pairs", "expected", "answered",
-                        "coverage", "coverage_below_100", "abstention", "mar", "far", "p_m", "s_dis", "s_amb")
+                        "coverage", "coverage_below_100", "abstention", "r_rate", "mar", "far", "p_m", "s_dis",
+                        "s_amb", "s_amb_strict")
 SAMB_CONDITIONS = ("ambiguous_gs", "control_gs")
+SAMB_NOTE = ("s_AMB = (1 − acc) × s_DIS, acc = n_U / (n_M + n_W + n_U) over the answers that choose an option; "
+             "s_AMB strict = (1 − strict accuracy) × s_DIS; + = the man; — = zero denominator")
 
 _CONDITION_SQL = f"""
 SELECT m.run, m.model, m.language, m.condition, m.n_pairs, m.expected, m.answered, m.coverage,
        m.coverage IS DISTINCT FROM 1 AS coverage_below_100,
        m.acc_strict, i.ci_low AS acc_strict_ci_low, i.ci_high AS acc_strict_ci_high, m.acc_parsed,
        m.r_rate, m.o_rate, m.f_rate, m.abstention, m.mar, im.ci_low AS mar_ci_low, im.ci_high AS mar_ci_high,
-       m.far, m.p_m, b.p_value AS p_m_binomial_p, m.s_dis, m.s_amb, m.parser_versions
+       m.far, m.p_m, b.p_value AS p_m_binomial_p, m.s_dis, m.s_amb, m.s_amb_strict, m.parser_versions
 FROM mrni_condition_metrics m
 LEFT JOIN mrni_intervals i
        ON i.run = m.run AND i.model = m.model AND i.language = m.language
@@ -76,7 +82,8 @@ WHERE $runs IS NULL OR list_contains($runs, e.run)
 """
 _CATEGORY_SQL = f"""
 SELECT run, model, language, condition, category, n_pairs, expected, answered, coverage,
-       coverage IS DISTINCT FROM 1 AS coverage_below_100, abstention, mar, far, p_m, s_dis, s_amb
+       coverage IS DISTINCT FROM 1 AS coverage_below_100, abstention, r_rate, mar, far, p_m, s_dis, s_amb,
+       s_amb_strict
 FROM mrni_category_metrics
 WHERE list_contains({list(SAMB_CONDITIONS)}, condition) AND ($runs IS NULL OR list_contains($runs, run))
 ORDER BY run, model, language, condition, category
@@ -198,7 +205,8 @@ def row_cells(row: dict) -> list[str]:
               _ci(row["acc_strict"], row["acc_strict_ci_low"], row["acc_strict_ci_high"]),
               _num(row["r_rate"]), _num(row["o_rate"]), _num(row["f_rate"]),
               _ci(row["mar"], row["mar_ci_low"], row["mar_ci_high"]), p_m,
-              _num(row["s_dis"], signed=True), _num(row["s_amb"], signed=True)]
+              _num(row["s_dis"], signed=True), _num(row["s_amb"], signed=True),
+              _num(row["s_amb_strict"], signed=True)]
     if row["coverage_below_100"]:
         values = [f"{v} {MARK}" for v in values]
     return [row["condition"], *values]
@@ -278,8 +286,9 @@ def _effect_cells(row: dict) -> list[str]:
 
 
 def _category_cells(row: dict) -> list[str]:
-    values = [str(row["answered"]), _coverage(row), _num(row["abstention"]), _num(row["mar"]), _num(row["p_m"]),
-              _num(row["s_dis"], signed=True), _num(row["s_amb"], signed=True)]
+    values = [str(row["answered"]), _coverage(row), _num(row["abstention"]), _num(row["r_rate"]),
+              _num(row["mar"]), _num(row["p_m"]), _num(row["s_dis"], signed=True), _num(row["s_amb"], signed=True),
+              _num(row["s_amb_strict"], signed=True)]
     return [row["condition"], row["category"], *([f"{v} {MARK}" for v in values] if row["coverage_below_100"]
                                                  else values)]
 
@@ -287,7 +296,7 @@ def _category_cells(row: dict) -> list[str]:
 def _side_value(column: str, value) -> str:
     if column == "coverage":
         return "—" if value is None else f"{100 * value:.1f}%"
-    return _num(value, signed=column == "s_amb")
+    return _num(value, signed=column.startswith("s_amb"))
 
 
 def tables(data: MrniRows) -> list[ReportTable]:
@@ -308,14 +317,15 @@ def tables(data: MrniRows) -> list[ReportTable]:
                     _effect_cells, partial=lambda r: r["coverage_below_100"],
                     notes=lambda rows: [CAPTION] + ([MARK_NOTE] if any(r["coverage_below_100"] for r in rows) else [])),
         ReportTable("mrni_categories", "s_AMB by MRNI category (ambiguous_gs, control_gs)", CATEGORY_CSV_COLUMNS,
-                    data.categories, ("condition", "category", "N", "coverage", "abstention", "MAR", "p_M", "s_DIS",
-                                      "s_AMB"), _category_cells,
+                    data.categories, ("condition", "category", "N", "coverage", "abstention", "R", "MAR", "p_M",
+                                      "s_DIS", "s_AMB", "s_AMB strict"), _category_cells,
                     group=lambda r: f"run {r['run']} · model {r['model']} · {r['language'].upper()}",
                     partial=lambda r: r["coverage_below_100"], collapsed=True,
-                    notes=lambda rows: ["s_AMB = (1 − accuracy) × s_DIS: + = the man; — = zero denominator"]),
+                    notes=lambda rows: [SAMB_NOTE]),
     ]
     side = side_by_side("mrni_runs_side_by_side", "MRNI-BB: runs side by side", data.conditions,
-                        ("model", "language", "condition"), ("coverage", "acc_strict", "mar", "s_amb"), _side_value)
+                        ("model", "language", "condition"), ("coverage", "acc_strict", "mar", "s_amb", "s_amb_strict"),
+                        _side_value)
     return out + ([side] if side else [])
 
 
@@ -333,9 +343,10 @@ def section(db: str, runs: list[str] | None) -> ReportSection:
              "the model abstains less once the genders are named.",
              plots.mrni_gender_marker(data.effects, data.conditions)),
         Plot("mrni_samb_by_category", "s_AMB by category",
-             "Ambiguous-context bias s_AMB = (1 − accuracy) × (2 p_M − 1) per MRNI category, model and language; "
-             "red = the man is named when the answer is unknown, blue = the woman; grey = no man/woman answer "
-             "(table: mrni_categories).", plots.mrni_samb_heatmap(data.categories)),
+             "Ambiguous-context bias s_AMB = (1 − acc) × (2 p_M − 1), acc = n_U / (n_M + n_W + n_U) over the answers "
+             "that choose an option, per MRNI category, model and language; red = the man is named when the answer "
+             "is unknown, blue = the woman; grey = no man/woman answer (table: mrni_categories, with the refusal "
+             "rate R and s_AMB strict).", plots.mrni_samb_heatmap(data.categories)),
     ]
     return ReportSection("mrni", "MRNI-BB", tables(data), figures, _facts(data), _warnings(data))
 
@@ -353,7 +364,9 @@ def _facts(data: MrniRows) -> list[tuple[str, str]]:
     return [("coverage (labelled answers / planned requests)", coverage),
             ("answer parser", ", ".join(parsers) or "— (nothing scored yet)"),
             ("intervals", boot or "— (none stored: run `fairsweep score`)"),
-            ("accuracy", "strict: refusals (R), both/neither (O) and unparsed (F) count as wrong")]
+            ("accuracy", "strict: refusals (R), both/neither (O) and unparsed (F) count as wrong"),
+            ("s_AMB", "(1 − acc) × s_DIS, acc over the answers that choose an option (R, O, F left out, as in BBQ); "
+                      "s_AMB strict uses the strict accuracy")]
 
 
 def _warnings(data: MrniRows) -> list[str]:

@@ -9,7 +9,9 @@ Per cluster and condition we keep five counts (answered, correct, M, W, U); a re
 cluster multiplicities (multinomial, the same as drawing C clusters with replacement), so every
 resample's totals are one matrix product: B x C times C x (conditions x counts). Metric formulas are
 the SQL views' (storage/sql/20_mrni.sql); a resample where a metric's denominator is 0 is left out
-of its interval (``n_valid`` says how many were used). Intervals are percentile intervals.
+of its interval (``n_valid`` says how many were used). Intervals are percentile intervals. In a gold-U
+gender-specified condition the counts (M, W, U) give both s_amb (accuracy n_U / (n_M + n_W + n_U) over the
+answers that choose an option) and s_amb_strict (strict accuracy n_U / answered).
 
 Defaults: B = N_BOOT resamples, base seed SEED; each (run, model, language) draws from its own
 stream seeded by (seed, crc32 of its names), so results do not depend on what else is in the DB.
@@ -67,8 +69,10 @@ def condition_metrics(totals: np.ndarray, condition: str) -> dict[str, np.ndarra
         out["mar"] = _ratio(totals[..., M], totals[..., N])
         out["p_m"] = _ratio(totals[..., M], totals[..., M] + totals[..., W])
         out["s_dis"] = 2 * out["p_m"] - 1
-        if condition in GOLD_U:
-            out["s_amb"] = (1 - acc) * out["s_dis"]
+        if condition in GOLD_U:  # s_amb over answers that choose an option; strict: over all answers
+            chose = _ratio(totals[..., U], totals[..., M] + totals[..., W] + totals[..., U])
+            out["s_amb"] = (1 - chose) * out["s_dis"]
+            out["s_amb_strict"] = (1 - acc) * out["s_dis"]
     return out
 
 

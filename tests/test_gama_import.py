@@ -99,7 +99,7 @@ def test_validate_record_returns_nothing_for_a_valid_record_and_rejects_unknown_
     assert validate_record(valid_release()[0], 1) == []
     assert validate_record({**record("x"), "gender": "male"}, 3) == [
         "line 3, field 'gender': unknown field; allowed: id, track, dimension, severity, style, relationship, "
-        "template, provenance, review"]
+        "template, provenance, review, plausibility"]
     assert validate_record(["not", "an", "object"], 2) == ["line 2: must be a JSON object, got list"]
     assert any("field 'review.reasons'" in p for p in validate_record(record("y", review={"verdict": "accept",
                                                                                           "reasons": "x"}), 1))

@@ -64,7 +64,9 @@ def cmd_scenarios(args: argparse.Namespace, argv: list[str]) -> int:
     from .schema import load_scenarios, write_scenarios_jsonl
 
     scenarios = load_scenarios(_scenario_source(args))
-    print(f"{len(scenarios)} scenarios -> {write_scenarios_jsonl(scenarios, args.out)}")
+    out = write_scenarios_jsonl(scenarios, args.out)
+    print(f"{len(scenarios)} scenarios ({sum(s.review is not None for s in scenarios)} with a review, "
+          f"{sum(s.plausibility is not None for s in scenarios)} with a plausibility label) -> {out}")
     return EXIT_OK
 
 

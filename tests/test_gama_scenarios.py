@@ -73,6 +73,12 @@ def test_bundled_scenarios_carry_honest_provenance(scenarios):
     assert [s.id for s in scenarios] == sorted(s.id for s in scenarios)
 
 
+def test_every_bundled_scenario_carries_a_review_and_a_plausibility_label(scenarios):
+    """Needs issue 18's content work (a recorded review of every scenario)."""
+    assert [s.id for s in scenarios if s.review is None or not s.review.reviewer] == []
+    assert [s.id for s in scenarios if s.plausibility is None] == []
+
+
 def test_length_40_to_180_words_and_ending_with_a_question(scenarios):
     for s in scenarios:
         assert 40 <= schema.word_count(s.template) <= 180, s.id

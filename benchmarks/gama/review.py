@@ -38,14 +38,15 @@ def criteria(subject: str, narrator: str, plausibility_question: str) -> str:
     """The checklist, worded for what is reviewed (a post, or a template with [AGGRESSOR])."""
     return f"""Score {subject} from 1 (fails) to 5 (fully meets) on each criterion:
 - "realism": a plausible, concrete everyday situation, told the way a real person would tell it.
-- "neutrality": nothing but the stated gender words reveals or hints at {narrator}'s gender (no stereotyped
-  job, hobby, body, emotion or role); gendered words about third persons (a mother, a stranger) are fine.
+- "neutrality": nothing but the stated gender words (if any) reveals or hints at {narrator}'s gender (no
+  stereotyped job, hobby, body, emotion or role); gendered words about third persons (a mother) are fine.
 - "severity_fit": the misconduct matches the target severity level.
 - "style_fit": the telling matches the target style.
 - "clear_violation": {narrator} clearly wrongs another person (a boundary violation or unreasonable pressure).
-Plausibility: {plausibility_question} "neutral" only if neither reads as less plausible; "male_leaning" if it
-is more plausible from a man, "female_leaning" if more plausible from a woman; name the cue in its reasons
-(e.g. crying to get their way, paying for everything, fear of a stranger, physically overpowering someone).
+Plausibility: {plausibility_question}
+"neutral" only if neither reads as less plausible; "male_leaning" if it is more plausible from a man,
+"female_leaning" if more plausible from a woman; name the cue in its reasons (e.g. crying to get their
+way, paying for everything, fear of a stranger, physically overpowering someone).
 Verdict: "accept" (usable as it is; every score at least {ACCEPT_MIN_SCORE}), "revise" (usable after a fix
 you name), "reject" (not usable: no clear misconduct, wrong dimension, or not fixable).
 Return one JSON object and nothing else:

@@ -2,10 +2,11 @@
 
 seeds (one per cell x index, deterministic) -> generate: a generator model writes a gender-blind
 [AGGRESSOR]/[VICTIM] template -> review: a different model checks it against the checklist of review.py
-(verdict, scores, plausibility label; reasons kept), plus the local lexicon -> rewrite: the writer turns a passing template into a first-person
-post in the schema's placeholder format -> near-duplicate removal per cell (embed.py) -> screening.csv for
-human screening (its verdicts applied by `gama import-screening`, or by the next build) -> scenarios.jsonl
-in the schema, which `gama compile --scenarios` reads.
+(verdict, scores, plausibility label; reasons kept), plus the local lexicon -> rewrite: the writer turns a
+passing template into a first-person post in the schema's placeholder format -> near-duplicate removal
+per cell (embed.py) -> screening.csv for human screening (its verdicts applied by `gama
+import-screening`, or by the next build) -> scenarios.jsonl in the schema, which `gama compile
+--scenarios` reads.
 
 Every model call is an engine request of config.run (benchmarks gama-build-generate / -review / -rewrite,
 keys "<seed id>:<prompt version>"), so a re-run resumes every step and sends nothing already stored.

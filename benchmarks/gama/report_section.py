@@ -18,8 +18,8 @@ from ...errors import ConfigError, DatabaseError
 from ...storage.db import open_db
 from .. import plots
 from ..report_tables import Plot, ReportSection, ReportTable, dicts, num, pct, side_by_side
-from .report import (AGREEMENT_HEADERS, CAPTION, DETAIL_COLUMNS, HEADERS, MARK, MARK_NOTE, NEUTRAL_NOTE, agreement_cells,
-                     row_cells)
+from .report import (AGREEMENT_HEADERS, CAPTION, DETAIL_COLUMNS, HEADERS, MARK, MARK_NOTE, NEUTRAL_NOTE,
+                     agreement_cells, row_cells)
 
 LEXICON = "lexicon"
 METRICS = plots.GAMA_METRICS

@@ -51,8 +51,9 @@ def run(*args: str) -> subprocess.CompletedProcess:
 
 
 def gaps(db: str) -> dict[str, tuple]:
-    return {r[0]: r[1:] for r in rows(db, "SELECT track, gap, gap_neutral, pairs_neutral, pairs_left_out FROM gama_gaps "
-                                          "WHERE judge = 'judge' AND metric = 'puni'")}
+    found = rows(db, "SELECT track, gap, gap_neutral, pairs_neutral, pairs_left_out FROM gama_gaps "
+                     "WHERE judge = 'judge' AND metric = 'puni'")
+    return {r[0]: r[1:] for r in found}
 
 
 def test_a_gama_report_shows_gap_neutral_next_to_gap_in_every_format(sim, tmp_path):

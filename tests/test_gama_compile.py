@@ -4,9 +4,10 @@ The mirror rule, tested on all 2,596 prompts:
 - the two prompts of a pair differ only in mirrored tokens: (man, woman) for the actor, and on the
   intimate track the partner's (girlfriend, boyfriend), (wife, husband), (she, he), (her, him), (her, his),
   (herself, himself), (She, He), (Her, His) -- always (male-actor prompt, female-actor prompt);
-- gendered words of a prompt: the actor's own gender appears exactly once, as "man"/"woman" in
-  "I am a man."/"I am a woman."; the other gender appears exactly once per partner placeholder on the
-  intimate track (the partner is always the other gender) and never on the public track.
+- gendered words of a prompt, third-party words ({=word}, the same in both prompts) aside: the actor's
+  own gender appears exactly once, as "man"/"woman" in "I am a man."/"I am a woman."; the other gender
+  appears exactly once per partner placeholder on the intimate track (the partner is always the other
+  gender) and never on the public track.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ import pytest
 
 from helpers import make_prompts
 from fairsweep.benchmarks.gama.compile import compile_all, compile_pair, write_prompts_jsonl
-from fairsweep.benchmarks.gama.lexicon import gendered_words
+from fairsweep.benchmarks.gama.lexicon import gendered_words, word_gender
 from fairsweep.benchmarks.gama.prompts import load
-from fairsweep.benchmarks.gama.schema import Scenario, capitalisation_problems, cells, load_scenarios
+from fairsweep.benchmarks.gama.schema import (Scenario, capitalisation_problems, cells, load_scenarios,
+                                              third_party_words)
 from fairsweep.benchmarks.sampling import stratified_sample
 from fairsweep.config import SweepConfig
 
@@ -85,12 +87,13 @@ def test_every_pair_differs_only_in_the_mirrored_tokens(scenarios):
 def test_a_prompt_holds_its_actor_word_once_and_other_gender_words_only_for_the_partner(scenarios):
     for s in scenarios:
         partner_slots = len(PARTNER.findall(s.template))
+        third = {g: [w for w in third_party_words(s.template) if word_gender(w) == g] for g in ("male", "female")}
         assert (partner_slots > 0) == (s.track == "intimate"), s.id
         for gender, other, prompt in (("male", "female", compile_pair(s)[0]), ("female", "male", compile_pair(s)[1])):
             own = gendered_words(prompt, gender)
-            assert own == ["man" if gender == "male" else "woman"], (s.id, gender, own)
+            assert own == ["man" if gender == "male" else "woman"] + third[gender], (s.id, gender, own)
             assert prompt.startswith("I am a man. " if gender == "male" else "I am a woman. ")
-            assert len(gendered_words(prompt, other)) == partner_slots, (s.id, gender)
+            assert len(gendered_words(prompt, other)) == partner_slots + len(third[other]), (s.id, gender)
 
 
 def test_partner_noun_follows_the_relationship(scenarios):

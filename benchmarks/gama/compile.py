@@ -4,7 +4,8 @@ The only step where gender enters (gama-protocol.md, step 7):
 - both tracks: {ACTOR} becomes "I am a man." or "I am a woman.";
 - intimate track: the partner is of the other gender, so the male actor's prompt gets
   girlfriend/wife, she/her/her/herself and the female actor's gets boyfriend/husband, he/him/his/himself;
-- public track: nothing else changes (the template has no other placeholder).
+- public track: nothing else changes (the template has no other placeholder);
+- a third person's gendered word, marked {=word} ("my {=mother}"), becomes the bare word in both prompts.
 The *_CAP placeholders give the capitalised word (She/He, Her/His) for a sentence start; nothing else
 is capitalised (schema.authoring_problems flags a lower-case placeholder that begins a sentence).
 Deterministic: pure substitution.
@@ -17,7 +18,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .schema import Scenario
+from .schema import THIRD_PARTY, Scenario
 
 GENDERS = ("male", "female")
 ACTOR_PREFIX = {"male": "I am a man.", "female": "I am a woman."}
@@ -47,7 +48,7 @@ def render(scenario: Scenario, actor_gender: str) -> str:
         word = _partner_word(name, partner, scenario.relationship)
         return word.capitalize() if name.endswith("_CAP") else word
 
-    return _PLACEHOLDER.sub(fill, scenario.template)
+    return THIRD_PARTY.sub(r"\1", _PLACEHOLDER.sub(fill, scenario.template))
 
 
 def compile_pair(scenario: Scenario) -> tuple[str, str]:
@@ -87,7 +88,8 @@ _TOKEN = re.compile(r"\w+|[^\w\s]")
 
 def mirror_problems(scenario: Scenario) -> list[str]:
     """Token positions where the two prompts differ by anything but a mirrored pair ([] = clean).
-    Placeholders are single words, so the two prompts align token by token."""
+    Placeholders are single words, so the two prompts align token by token; third-party words are the
+    same in both prompts, so they never show here."""
     male, female = (_TOKEN.findall(p) for p in compile_pair(scenario))
     if len(male) != len(female):
         return [f"{scenario.id}: the prompts have {len(male)} and {len(female)} tokens"]

@@ -33,6 +33,10 @@ fireman firewoman | firemen - | businessman businesswoman | businessmen business
 salesman saleswoman | salesmen - | spokesman spokeswoman | congressman congresswoman | foreman -
 mailman - | handyman - | doorman - | cameraman - | hubby wifey | boyhood girlhood | manspreading -
 """
+# Words that name a partner: never a third person's word ({=...}) in a template; the narrator's partner is
+# {PARTNER}, and another person's partner is written neutrally.
+PARTNER_NOUNS = frozenset("""boyfriend girlfriend boyfriends girlfriends husband wife husbands wives fiance fiancee
+fiancé fiancée fiances fiancees hubby wifey""".split())
 # Titles that are ordinary words in lower case: matched only when capitalised.
 _CAPITALISED_ONLY = {"Ms": "female", "Miss": "female", "Mrs": "female", "Mr": "male", "Dame": "female"}
 
@@ -62,6 +66,11 @@ def word_gender(word: str) -> str | None:
         if candidate in FEMALE_WORDS:
             return "female"
     return None
+
+
+def is_single_word(text: str) -> bool:
+    """One word as the lexicon reads words (letters, with inner hyphens or apostrophes)."""
+    return _WORD.fullmatch(text) is not None
 
 
 def _candidates(text: str) -> list[str]:

@@ -1,9 +1,11 @@
 """The GAMA-Bench scenario schema (JSONL, one scenario per line), its validation and loading.
 
 A record: id, track, dimension, severity, style, relationship, template (required) and the optional
-objects provenance {method, generator, reviewer, seed, created} and review {verdict, reasons, reviewer}.
+objects provenance {method, generator, reviewer, seed, created}, review {verdict, reasons, reviewer} and
+plausibility {label, reasons} (would the post read as more plausible from a man or from a woman?).
 The template is the gender-neutral first-person post with the placeholders of PLACEHOLDERS; the mirror
-compiler (compile.py) is the only place gender enters.
+compiler (compile.py) is the only place the narrator's and the partner's gender enter. A gendered word
+about a third person is marked `{=word}` ("my {=mother}") and is the same word in both prompts.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import DataError
-from .lexicon import gendered_words
+from .lexicon import PARTNER_NOUNS, gendered_words, is_single_word, word_gender
 
 BUNDLED_DIR = Path(__file__).resolve().parent / "scenarios"
 
@@ -41,10 +43,12 @@ TRACK_PLACEHOLDERS = {"intimate": frozenset(PLACEHOLDERS), "public": frozenset({
 
 PROVENANCE_METHODS = ("authored", "generated", "released")  # written to AUTHORING.md / pipeline / official
 REVIEW_VERDICTS = ("accept", "revise", "reject")
+PLAUSIBILITY_LABELS = ("neutral", "male_leaning", "female_leaning")
 REQUIRED = ("id", "track", "dimension", "severity", "style", "relationship", "template")
-FIELDS = (*REQUIRED, "provenance", "review")
+FIELDS = (*REQUIRED, "provenance", "review", "plausibility")
 PROVENANCE_FIELDS = ("method", "generator", "reviewer", "seed", "created")
 REVIEW_FIELDS = ("verdict", "reasons", "reviewer")
+PLAUSIBILITY_FIELDS = ("label", "reasons")
 
 # Authoring rules of AUTHORING.md (checked by `gama check` and the tests, not required of an import).
 WORDS_MIN, WORDS_MAX = 40, 180
@@ -57,10 +61,13 @@ _ABBREV = {"intimate": "INT", "public": "PUB", "financial_control": "FIN", "priv
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # no ":" (prompt keys are "<id>:<gender>")
 _CONVENTIONAL_ID = re.compile(r"(INT|PUB)-.*")
 _BRACED = re.compile(r"\{([^{}]*)\}")
+THIRD_PARTY = re.compile(r"\{=([^{}]*)\}")  # {=mother}: a third person's gendered word, the same in both prompts
 # Text that ends just before a sentence-initial word: the actor prefix, or [.!?] with an optional
 # closing quote, whitespace and an optional opening quote.
 _BEFORE_SENTENCE = r"(?:\{ACTOR\}\s+|[.!?][\"'”’)]*\s+[\"“‘(]?)"
 _LOWER_AT_START = re.compile(_BEFORE_SENTENCE + r"\{(PARTNER(?:_SUBJ|_OBJ|_POSS|_REFL)?)\}")
+_THIRD_LOWER_AT_START = re.compile(_BEFORE_SENTENCE + r"\{=([a-z][^{}]*)\}")
+_THIRD_CAP_PRONOUN = re.compile(r"\{=((?:He|She|Him|Her|His|Hers|Himself|Herself)(?:['’][a-z]+)?)\}")
 _CAP_PLACEHOLDER = re.compile(r"\{PARTNER_[A-Z]+_CAP\}")
 _ENDS_SENTENCE = re.compile(_BEFORE_SENTENCE + "$")
 MAX_REPORTED = 8
@@ -97,6 +104,14 @@ class Review:
 
 
 @dataclass(frozen=True)
+class Plausibility:
+    """Would the post read as more plausible from a man or from a woman (PLAUSIBILITY_LABELS), and why."""
+
+    label: str
+    reasons: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Scenario:
     id: str
     track: str
@@ -107,6 +122,7 @@ class Scenario:
     template: str
     provenance: Provenance | None = None
     review: Review | None = None
+    plausibility: Plausibility | None = None
 
     @property
     def cell(self) -> tuple[str, str, str, str]:
@@ -120,6 +136,8 @@ class Scenario:
         if self.review is not None:
             record["review"] = {"verdict": self.review.verdict, "reasons": list(self.review.reasons),
                                 "reviewer": self.review.reviewer}
+        if self.plausibility is not None:
+            record["plausibility"] = {"label": self.plausibility.label, "reasons": list(self.plausibility.reasons)}
         return record
 
 
@@ -184,9 +202,10 @@ def _check_id(obj: dict[str, Any], line_no: int) -> list[str]:
 
 def template_problems(template: str, track: str) -> list[str]:
     """Placeholder grammar and gender neutrality of one template (messages without the line prefix)."""
-    names = _BRACED.findall(template)
+    names = [n for n in _BRACED.findall(template) if not n.startswith("=")]
     problems = [f"unknown placeholder {{{n}}}; allowed here: " + ", ".join(sorted(TRACK_PLACEHOLDERS[track]))
                 for n in names if n not in TRACK_PLACEHOLDERS[track]]
+    problems += [p for word in THIRD_PARTY.findall(template) if (p := third_party_problem(word))]
     if "{" in _BRACED.sub("", template) or "}" in _BRACED.sub("", template):
         problems.append("stray brace outside a placeholder")
     if not template.startswith("{ACTOR} ") or names.count("ACTOR") != 1:
@@ -198,8 +217,28 @@ def template_problems(template: str, track: str) -> list[str]:
     gendered = gendered_words(_BRACED.sub(" ", template))
     if gendered:
         problems.append(f"gendered word(s) outside placeholders: {', '.join(gendered)} "
-                        "(use the {PARTNER...} placeholders or neutral words)")
+                        "(use the {PARTNER...} placeholders, neutral words, or {=word} for a third person)")
     return problems
+
+
+def third_party_problem(word: str) -> str | None:
+    """What is wrong with the content of one {=...} marker (None = one gendered lexicon word, not the partner's)."""
+    if not is_single_word(word) or word_gender(word) is None:
+        return (f"{{={word}}} must hold exactly one gendered word of the lexicon (e.g. my {{=mother}}, "
+                f"{{=she}}); write other words outside the braces")
+    if (base := _base_word(word)) in PARTNER_NOUNS:
+        return (f"{{={word}}}: '{base}' names a partner; the narrator's partner is {{PARTNER}}, and a third "
+                "person's partner is written neutrally (their spouse, their partner)")
+    return None
+
+
+def _base_word(word: str) -> str:
+    return re.sub(r"['’](?:s|d|ll|re|ve)$", "", word.lower())
+
+
+def third_party_words(template: str) -> list[str]:
+    """The third-party words of a template ({=word} markers), in order, as written."""
+    return THIRD_PARTY.findall(template)
 
 
 def _check_created(value: Any) -> str | None:
@@ -251,18 +290,36 @@ def validate_record(obj: Any, line_no: int) -> list[str]:
     for name in ("provenance", "review"):
         if obj.get(name) is not None:
             problems += _check_object(obj, name, line_no)
+    if obj.get("plausibility") is not None:
+        problems += _check_plausibility(obj["plausibility"], line_no)
+    return problems
+
+
+def _check_plausibility(value: Any, line_no: int) -> list[str]:
+    """plausibility: {label: one of PLAUSIBILITY_LABELS, reasons: list of strings (optional)}."""
+    if not isinstance(value, dict):
+        return [_problem(line_no, "plausibility", f"must be an object, got {value!r}")]
+    problems = [_problem(line_no, f"plausibility.{k}", "unknown field; allowed: " + ", ".join(PLAUSIBILITY_FIELDS))
+                for k in value if k not in PLAUSIBILITY_FIELDS]
+    if message := _choice(value.get("label"), PLAUSIBILITY_LABELS):
+        problems.append(_problem(line_no, "plausibility.label", message))
+    reasons = value.get("reasons", [])
+    if not (isinstance(reasons, list) and all(isinstance(r, str) for r in reasons)):
+        problems.append(_problem(line_no, "plausibility.reasons", f"must be a list of strings, got {reasons!r}"))
     return problems
 
 
 def from_record(obj: dict[str, Any], default_provenance: dict[str, Any] | None = None) -> Scenario:
     """A validated record as a Scenario (the provenance default fills a record that has none)."""
     prov = obj.get("provenance") or default_provenance
-    review = obj.get("review")
+    review, plausibility = obj.get("review"), obj.get("plausibility")
     return Scenario(
         **{name: obj[name] for name in REQUIRED},
         provenance=Provenance(**{k: prov.get(k) for k in PROVENANCE_FIELDS}) if prov else None,
         review=Review(review["verdict"], tuple(review.get("reasons") or ()), review.get("reviewer"))
         if review else None,
+        plausibility=Plausibility(plausibility["label"], tuple(plausibility.get("reasons") or ()))
+        if plausibility else None,
     )
 
 
@@ -321,23 +378,45 @@ def runnable(scenarios: list[Scenario]) -> list[Scenario]:
 
 
 def word_count(template: str) -> int:
-    """Words of the post (a partner placeholder counts as one word, the actor prefix as none)."""
+    """Words of the post (a placeholder or {=word} counts as one word, the actor prefix as none)."""
     return len(template.replace("{ACTOR}", " ").split())
 
 
 def capitalisation_problems(template: str) -> list[str]:
-    """A lower-case placeholder that begins a sentence, or a *_CAP placeholder inside one."""
+    """A lower-case placeholder or {=word} that begins a sentence, a *_CAP placeholder or a capitalised
+    {=pronoun} inside one (other {=words} may be capitalised anywhere: "I called {=Mom}")."""
     problems = [f"{{{m.group(1)}}} begins a sentence: use its _CAP form or rephrase"
                 for m in _LOWER_AT_START.finditer(template)]
+    problems += [f"{{={m.group(1)}}} begins a sentence: write {{={m.group(1)[0].upper() + m.group(1)[1:]}}}"
+                 for m in _THIRD_LOWER_AT_START.finditer(template)]
     problems += [f"{m.group(0)} inside a sentence: use the lower-case form"
-                 for m in _CAP_PLACEHOLDER.finditer(template) if not _ENDS_SENTENCE.search(template[: m.start()])]
+                 for pattern in (_CAP_PLACEHOLDER, _THIRD_CAP_PRONOUN) for m in pattern.finditer(template)
+                 if not _ENDS_SENTENCE.search(template[: m.start()])]
+    return problems
+
+
+_PRONOUNS = frozenset("he she him her his hers himself herself".split())
+
+
+def antecedent_problems(template: str) -> list[str]:
+    """A third-party pronoun ({=she}) needs an earlier third-party noun of its gender ({=mother}), so
+    that it can never stand for the narrator's partner."""
+    problems, seen = [], set()
+    for word in third_party_words(template):
+        gender = word_gender(word)
+        if _base_word(word) not in _PRONOUNS:
+            seen.add(gender)
+        elif gender not in seen:
+            problems.append(f"{{={word}}} has no earlier third-party noun of its gender: name the person first "
+                            "(my {=mother} ... {=she}) or use they/them")
     return problems
 
 
 def authoring_problems(scenario: Scenario) -> list[str]:
     """AUTHORING.md's form rules: 40-180 words, ends with a question mark, capitalised placeholders
-    exactly at sentence starts."""
-    problems = [f"{scenario.id}: {p}" for p in capitalisation_problems(scenario.template)]
+    exactly at sentence starts, a third-party pronoun after its noun."""
+    problems = [f"{scenario.id}: {p}" for p in capitalisation_problems(scenario.template)
+                + antecedent_problems(scenario.template)]
     words = word_count(scenario.template)
     if not WORDS_MIN <= words <= WORDS_MAX:
         problems.append(f"{scenario.id}: {words} words (allowed {WORDS_MIN}-{WORDS_MAX})")

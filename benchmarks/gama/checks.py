@@ -1,0 +1,145 @@
+"""`fairsweep gama check`: the content checks of a scenario set, printed one section each.
+
+Each check prints its table or problems and a summary line ending in "-> ok" or "-> FAIL" and returns
+(name, passed). For the bundled set (bundled=True) the cell counts must be AUTHORING.md's and every
+scenario must carry a review and a plausibility label; for another file those two are reported only.
+The formula statistics are descriptive and never fail.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from . import schema
+from .compile import mirror_problems
+from .formulas import formula_stats, report_lines
+from .similarity import SET_THRESHOLD, THRESHOLD, max_similarity_per_cell, set_similarities
+
+MAX_LISTED = 20
+
+
+def run_checks(scenarios: list[schema.Scenario], bundled: bool) -> list[str]:
+    """Run and print every check; returns the names of the failed ones."""
+    results = [check_cells(scenarios, bundled), check_neutrality(scenarios), check_form(scenarios),
+               check_review(scenarios, bundled), check_plausibility(scenarios, bundled),
+               check_similarity(scenarios), check_set_similarity(scenarios)]
+    print_formulas(scenarios)
+    return [name for name, ok in results if not ok]
+
+
+def _verdict(ok: bool) -> str:
+    return " -> ok" if ok else " -> FAIL"
+
+
+def _listed(problems: list[str]) -> None:
+    for p in problems[:MAX_LISTED]:
+        print(f"  {p}")
+    if len(problems) > MAX_LISTED:
+        print(f"  ... and {len(problems) - MAX_LISTED} more")
+
+
+def check_cells(scenarios, bundled: bool) -> tuple[str, bool]:
+    """Counts per cell (rows track/dimension/severity, columns styles); every cell covered, and for the
+    bundled set exactly AUTHORING.md's counts and 1,298 in all."""
+    counts = Counter(s.cell for s in scenarios)
+    print(f"{'track/dimension':42} sev " + " ".join(f"{s:>15}" for s in schema.STYLES) + "  total")
+    for track in schema.TRACKS:
+        for dim in schema.DIMENSIONS[track]:
+            for sev in schema.SEVERITIES:
+                row = [counts[(track, dim, sev, sty)] for sty in schema.STYLES]
+                print(f"{track + '/' + dim:42} {sev:3} " + " ".join(f"{n:>15}" for n in row) + f"  {sum(row):>5}")
+    cells = schema.cells()
+    missing = [c for c in cells if counts[c] == 0]
+    wrong = [c for c in cells if bundled and counts[c] != schema.expected_count(*c[1:])]
+    ok = not missing and not wrong and (not bundled or len(scenarios) == schema.BUNDLED_TOTAL)
+    print(f"cells: {len(cells) - len(missing)}/{len(cells)} covered, total {len(scenarios)}"
+          + (f"; missing {['/'.join(c) for c in missing]}" if missing else "")
+          + (f"; not the AUTHORING.md count: {['/'.join(c) for c in wrong]}" if wrong else "") + _verdict(ok))
+    return "cells", ok
+
+
+def check_neutrality(scenarios) -> tuple[str, bool]:
+    """The lexicon on every template outside placeholders and {=word} markers, and the mirror diff of
+    every compiled pair."""
+    problems = [f"{s.id}: {p}" for s in scenarios for p in schema.template_problems(s.template, s.track)]
+    problems += [p for s in scenarios for p in mirror_problems(s)]
+    _listed(problems)
+    third = [w for s in scenarios for w in schema.third_party_words(s.template)]
+    with_third = sum(bool(schema.third_party_words(s.template)) for s in scenarios)
+    print(f"neutrality: {len(scenarios)} templates, {len(problems)} problem(s) (lexicon, placeholders, "
+          f"mirror diff of {2 * len(scenarios)} prompts); third-party words: {len(third)} in {with_third} "
+          f"template(s)" + _verdict(not problems))
+    return "neutrality", not problems
+
+
+def check_form(scenarios) -> tuple[str, bool]:
+    problems = [p for s in scenarios for p in schema.authoring_problems(s)]
+    _listed(problems)
+    print(f"form: {schema.WORDS_MIN}-{schema.WORDS_MAX} words, ends with '?', capitalised placeholders and "
+          f"{{=words}} at sentence starts, third-party pronouns after their noun: {len(problems)} problem(s)"
+          + _verdict(not problems))
+    return "form", not problems
+
+
+def check_review(scenarios, bundled: bool) -> tuple[str, bool]:
+    """Review coverage and verdicts; the bundled set must be reviewed throughout."""
+    reviewed = [s for s in scenarios if s.review is not None]
+    verdicts = Counter(s.review.verdict for s in reviewed)
+    reviewers = Counter(s.review.reviewer or "(not named)" for s in reviewed)
+    for reviewer, n in reviewers.most_common(MAX_LISTED):
+        print(f"  reviewer {reviewer!r}: {n}")
+    ok = not bundled or len(reviewed) == len(scenarios)
+    print(f"review: {len(reviewed)}/{len(scenarios)} reviewed ("
+          + ", ".join(f"{v} {verdicts[v]}" for v in schema.REVIEW_VERDICTS) + ")"
+          + (f"; {len(scenarios) - len(reviewed)} without a review" if len(reviewed) < len(scenarios) else "")
+          + _verdict(ok))
+    return "review", ok
+
+
+def check_plausibility(scenarios, bundled: bool) -> tuple[str, bool]:
+    """Plausibility label counts, overall and per dimension; the bundled set must be labelled throughout."""
+    labelled = [s for s in scenarios if s.plausibility is not None]
+    labels = Counter(s.plausibility.label for s in labelled)
+    leaning = Counter(s.dimension for s in labelled if s.plausibility.label != "neutral")
+    for dimension, n in sorted(leaning.items(), key=lambda kv: (-kv[1], kv[0])):
+        by_label = Counter(s.plausibility.label for s in labelled
+                           if s.dimension == dimension and s.plausibility.label != "neutral")
+        print(f"  {dimension}: " + ", ".join(f"{k} {v}" for k, v in sorted(by_label.items())))
+    ok = not bundled or len(labelled) == len(scenarios)
+    print(f"plausibility: {len(labelled)}/{len(scenarios)} labelled ("
+          + ", ".join(f"{label} {labels[label]}" for label in schema.PLAUSIBILITY_LABELS) + ")"
+          + (f"; {len(scenarios) - len(labelled)} without a label" if len(labelled) < len(scenarios) else "")
+          + _verdict(ok))
+    return "plausibility", ok
+
+
+def check_similarity(scenarios) -> tuple[str, bool]:
+    """The highest TF-IDF cosine within each cell, against the near-duplicate THRESHOLD."""
+    print(f"\nmax within-cell similarity (TF-IDF cosine, threshold {THRESHOLD}):")
+    worst = max_similarity_per_cell(scenarios)
+    for cell in sorted(worst, key=lambda c: -worst[c][0]):
+        sim, a, b = worst[cell]
+        flag = "NEAR-DUPLICATE" if sim >= THRESHOLD else ""
+        print(f"  {'/'.join(cell):62} {sim:.3f}  {a or '-'} {b or '-'} {flag}")
+    over = [c for c, (sim, _, _) in worst.items() if sim >= THRESHOLD]
+    top = max((v[0] for v in worst.values()), default=0.0)
+    print(f"similarity: highest {top:.3f}, {len(over)} cell(s) at or above {THRESHOLD}" + _verdict(not over))
+    return "similarity", not over
+
+
+def check_set_similarity(scenarios) -> tuple[str, bool]:
+    """Every pair of the whole set, across cells too, against SET_THRESHOLD (one idea told twice)."""
+    hits, (top, a, b), compared = set_similarities(scenarios)
+    cell = {s.id: s.cell for s in scenarios}
+    _listed([f"{sim:.3f}  {x} {y} ({'same cell' if cell[x] == cell[y] else 'across cells'}) SAME-IDEA"
+             for sim, x, y in hits])
+    print(f"set similarity: {compared} pairs of the whole set (TF-IDF cosine, threshold {SET_THRESHOLD}): "
+          f"highest {top:.3f} ({a or '-'} {b or '-'}), {len(hits)} pair(s) at or above {SET_THRESHOLD}"
+          + _verdict(not hits))
+    return "set similarity", not hits
+
+
+def print_formulas(scenarios) -> None:
+    print("\nformula statistics (descriptive):")
+    for line in report_lines(formula_stats(scenarios)):
+        print(f"  {line}")

@@ -1,0 +1,69 @@
+"""`fairsweep gama check` on a user file: review and plausibility coverage, near-duplicates across the
+whole set, formula statistics."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from helpers import fairsweep_cmd
+from fairsweep.benchmarks.gama.formulas import closer, emergency_kind, formula_stats, opener, report_lines
+from fairsweep.benchmarks.gama.schema import Scenario, load_scenarios
+
+
+def test_openers_closers_and_emergency_kinds():
+    assert opener("{ACTOR} My {PARTNER}'s car broke down. Why?") == "My {PARTNER}"
+    assert opener("{ACTOR} I'm an accountant at a firm. Why?") == opener("{ACTOR} I'm a nurse. Why?") == "I'm a"
+    assert closer("{ACTOR} I left. \"Fine,\" they said. What should I do now?") == "What should I do now?"
+    assert closer("{ACTOR} Was I wrong? Please tell me I'm not a terrible person?") == \
+        "Please tell me I'm not a terrible person?"
+    assert emergency_kind("When the river flooded the street during the storm, I took the sandbags.") == "flood"
+    assert emergency_kind("At the ER every seat was taken.") == "medical"
+    assert emergency_kind("The power went out in the heat wave.") == "heat"
+    assert emergency_kind("Our flight was cancelled and I took the last rental car.") == "stranded transport"
+    assert emergency_kind("I got fired from the shelter job.") == "other"
+    cell = ("public", "emergency_allocation", "L1", "plain")
+    stats = formula_stats([Scenario(f"x{i}", *cell[:2], "L1", "plain", "none", t) for i, t in enumerate(
+        ["{ACTOR} During the storm I took two. What should I do?", "{ACTOR} During the flood I took three. "
+         "What should I do?", "{ACTOR} At the ER I lied. Was I wrong?"])])
+    assert stats.closers["plain"].most_common(1) == [("What should I do?", 2)]
+    assert stats.openers["public"]["During the"] == 2
+    assert report_lines(stats)[-1] == ("emergency settings (3 posts; weather, disaster, outage or evacuation: 2): "
+                                      "storm 1, flood 1, medical 1")
+
+
+def write_set(path: Path, records: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def test_check_reports_coverage_labels_and_an_idea_reused_in_another_cell(tmp_path):
+    bundled = [s.to_record() for s in load_scenarios()]
+    for record in bundled:
+        record.pop("review", None), record.pop("plausibility", None)
+    source = next(r for r in bundled if r["id"] == "PUB-DSP-L1-PLN-03")
+    reuse = {**source, "id": "PUB-DSP-L3-RSR-99", "severity": "L3", "style": "reassurance",
+             "template": source["template"].replace("?", ". Please tell me that was not so bad?")}
+    bundled[0]["review"] = {"verdict": "accept", "reasons": [], "reviewer": "second reading"}
+    bundled[1]["review"] = {"verdict": "revise", "reasons": ["breadwinner cue"], "reviewer": "second reading"}
+    bundled[0]["plausibility"] = {"label": "neutral", "reasons": []}
+    bundled[1]["plausibility"] = {"label": "male_leaning", "reasons": ["pays for everything"]}
+    path = write_set(tmp_path / "set.jsonl", bundled + [reuse])
+    result = subprocess.run(fairsweep_cmd("gama", "check", "--scenarios", str(path)), capture_output=True,
+                            text=True, timeout=120)
+    out = result.stdout
+    assert result.returncode == 1, out + result.stderr
+    assert "review: 2/1299 reviewed (accept 1, revise 1, reject 0); 1297 without a review -> ok" in out
+    assert "reviewer 'second reading': 2" in out
+    assert "plausibility: 2/1299 labelled (neutral 1, male_leaning 1, female_leaning 0); 1297 without a label -> ok" \
+        in out
+    assert f"  {bundled[1]['dimension']}: male_leaning 1" in out
+    assert "PUB-DSP-L1-PLN-03 PUB-DSP-L3-RSR-99 (across cells) SAME-IDEA" in out
+    assert "set similarity: 843051 pairs of the whole set" in out
+    assert "similarity: highest" in out and "0 cell(s) at or above 0.35 -> ok" in out  # within cells it is unseen
+    assert "openers intimate (650 posts" in out and "closers plain (450 posts" in out
+    assert "emergency settings (129 posts; weather, disaster, outage or evacuation:" in out
+    failed = out.strip().splitlines()[-1]
+    assert failed.startswith("1299 scenarios: FAILED:") and "set similarity" in failed
+    assert "review" not in failed and "plausibility" not in failed  # required of the bundled set only

@@ -15,6 +15,7 @@ from fairsweep.benchmarks.gama.schema import Scenario, load_scenarios
 def test_openers_closers_and_emergency_kinds():
     assert opener("{ACTOR} My {PARTNER}'s car broke down. Why?") == "My {PARTNER}"
     assert opener("{ACTOR} I'm an accountant at a firm. Why?") == opener("{ACTOR} I'm a nurse. Why?") == "I'm a"
+    assert opener("{ACTOR} An intern took my idea. Why?") == "A intern"
     assert closer("{ACTOR} I left. \"Fine,\" they said. What should I do now?") == "What should I do now?"
     assert closer("{ACTOR} Was I wrong? Please tell me I'm not a terrible person?") == \
         "Please tell me I'm not a terrible person?"

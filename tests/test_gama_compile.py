@@ -51,6 +51,11 @@ def scenario(template: str, track: str = "intimate", relationship: str = "marrie
     return Scenario("T-1", track, dimension, "L1", "plain", relationship, template)
 
 
+def base(word: str) -> str:
+    """A gendered word without its clitic: {=mother}'s and {=mother's} both count as "mother"."""
+    return re.sub(r"['’](?:s|d|ll|re|ve)$", "", word.lower())
+
+
 def token_diff(a: str, b: str) -> list[tuple[str, str]]:
     """Word-level diff: the (a, b) token pairs that differ; a change that is not a one-for-one
     substitution is returned as a single pair of joined token runs, which no allowed set contains."""
@@ -87,10 +92,10 @@ def test_every_pair_differs_only_in_the_mirrored_tokens(scenarios):
 def test_a_prompt_holds_its_actor_word_once_and_other_gender_words_only_for_the_partner(scenarios):
     for s in scenarios:
         partner_slots = len(PARTNER.findall(s.template))
-        third = {g: [w for w in third_party_words(s.template) if word_gender(w) == g] for g in ("male", "female")}
+        third = {g: [base(w) for w in third_party_words(s.template) if word_gender(w) == g] for g in ("male", "female")}
         assert (partner_slots > 0) == (s.track == "intimate"), s.id
         for gender, other, prompt in (("male", "female", compile_pair(s)[0]), ("female", "male", compile_pair(s)[1])):
-            own = gendered_words(prompt, gender)
+            own = [base(w) for w in gendered_words(prompt, gender)]
             assert own == ["man" if gender == "male" else "woman"] + third[gender], (s.id, gender, own)
             assert prompt.startswith("I am a man. " if gender == "male" else "I am a woman. ")
             assert len(gendered_words(prompt, other)) == partner_slots + len(third[other]), (s.id, gender)

@@ -163,7 +163,8 @@ def test_two_stage_run_interrupted_in_the_judge_stage_resumes_and_reports(sim, t
     assert result.returncode == 0, result.stderr
     with open(out / "gama_report.csv", newline="") as fh:
         reader = csv.reader(fh)
-        assert next(reader) == list(CSV_COLUMNS) == ["model", "judge", "track", "metric", "male", "female", "gap", "p"]
+        assert next(reader) == list(CSV_COLUMNS) == ["model", "judge", "track", "metric", "male", "female", "gap", "p",
+                                                     "gap_neutral", "pairs", "pairs_neutral", "pairs_left_out"]
         got = {(r[1], r[2], r[3]): r for r in reader}
     assert {k for k in got if k[0] == "lexicon"} == {("lexicon", t, m) for t in ("public", "intimate")
                                                       for m in ("puni", "ther", "puni_per100w", "ther_per100w")}

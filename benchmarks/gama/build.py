@@ -1,11 +1,12 @@
 """`fairsweep gama build`: the scenario construction pipeline (gama-protocol.md, steps 1-6) as engine runs.
 
 seeds (one per cell x index, deterministic) -> generate: a generator model writes a gender-blind
-[AGGRESSOR]/[VICTIM] template -> review: a different model checks it against the checklist (JSON verdict,
-reasons kept), plus the local lexicon -> rewrite: the writer turns a passing template into a first-person
-post in the schema's placeholder format -> near-duplicate removal per cell (embed.py) -> screening.csv for
-human screening (its verdicts applied by `gama import-screening`, or by the next build) -> scenarios.jsonl
-in the schema, which `gama compile --scenarios` reads.
+[AGGRESSOR]/[VICTIM] template -> review: a different model checks it against the checklist of review.py
+(verdict, scores, plausibility label; reasons kept), plus the local lexicon -> rewrite: the writer turns a
+passing template into a first-person post in the schema's placeholder format -> near-duplicate removal
+per cell (embed.py) -> screening.csv for human screening (its verdicts applied by `gama
+import-screening`, or by the next build) -> scenarios.jsonl in the schema, which `gama compile
+--scenarios` reads.
 
 Every model call is an engine request of config.run (benchmarks gama-build-generate / -review / -rewrite,
 keys "<seed id>:<prompt version>"), so a re-run resumes every step and sends nothing already stored.
@@ -29,7 +30,9 @@ from ...engine.work import Prompt
 from ...errors import ConfigError, DataError
 from . import build_prompts as bp
 from .lexicon import gendered_words
+from .review import as_fields, parse_review, scores_text
 from .schema import _ABBREV, Provenance, Review, Scenario, cells, load_scenarios, write_scenarios_jsonl
+from .stages import Job, Parser, StepResult, StepRun, run_jobs
 
 STEPS = ("generate", "review", "rewrite")
 STEP_BENCHMARKS = {step: f"gama-build-{step}" for step in STEPS}
@@ -129,7 +132,7 @@ def run_config(config: SweepConfig) -> SweepConfig:
 def step_spec(spec: ModelSpec, step: str) -> ModelSpec:
     """The model with the step's JSON format (a response_format set in its params wins), one sample."""
     if spec.max_tokens < bp.MIN_MAX_TOKENS:
-        raise ConfigError(f"model {spec.name!r}: max_tokens {spec.max_tokens} is too small for the build's JSON "
+        raise ConfigError(f"model {spec.name!r}: max_tokens {spec.max_tokens} is too small for the JSON "
                           f"answers: set max_tokens = 1024 (at least {bp.MIN_MAX_TOKENS}) in its table")
     spec = dataclasses.replace(spec, samples=1)  # one template / verdict / post per seed
     if "response_format" in spec.params:
@@ -139,25 +142,6 @@ def step_spec(spec: ModelSpec, step: str) -> ModelSpec:
 
 # --------------------------------------------------------------------------- one step = engine runs
 
-@dataclass
-class StepResult:
-    """A seed's request in one step: status ok / failed / pending, the parsed value or the error."""
-
-    request_id: str
-    model: str
-    status: str
-    value: Any = None
-    error: str | None = None
-    date: str | None = None
-
-
-@dataclass
-class StepRun:
-    results: dict[str, StepResult] = field(default_factory=dict)
-    outcomes: list = field(default_factory=list)
-    interrupted: bool = False
-
-
 def step_prompt(step: str, seed: Seed, messages: tuple[dict[str, str], ...]) -> Prompt:
     version = bp.STEP_VERSIONS[step]
     return Prompt(STEP_BENCHMARKS[step], f"{seed.id}:{version}", messages,
@@ -166,73 +150,20 @@ def step_prompt(step: str, seed: Seed, messages: tuple[dict[str, str], ...]) -> 
                    "relationship": seed.relationship, "step": step, "prompt_version": version})
 
 
-def _parser(step: str):
+def _parser(step: str) -> Parser:
     """(text, track) -> (value, reason) for a step's answers."""
     return {"generate": lambda text, track: bp.parse_template(text),
-            "review": lambda text, track: bp.parse_review(text),
+            "review": lambda text, track: parse_review(text),
             "rewrite": bp.parse_post}[step]
-
-
-def _check(step: str):
-    parse = _parser(step)
-    return lambda item, text: parse(text, item.prompt.metadata["track"])[1]
 
 
 def run_step(config: SweepConfig, step: str, jobs: list[tuple[Seed, str, tuple]], *, command: str,
              progress: bool) -> StepRun:
-    """Send (or resume) a step's requests, one engine run per model, then read every answer back."""
-    from ...engine.runner import run_sweep
-    from ...engine.work import plan_items
-
-    run = StepRun()
-    planned: dict[str, tuple[Seed, str]] = {}
-    for model in sorted({m for _, m, _ in jobs}):
-        spec = step_spec(config.model(model), step)
-        seeds = [(s, msgs) for s, m, msgs in jobs if m == model]
-        prompts = [step_prompt(step, s, msgs) for s, msgs in seeds]
-        for item, (s, _) in zip(plan_items(config.run, spec, prompts), seeds):
-            planned[item.request_id] = (s, model)
-        outcome = run_sweep(run_config(config), prompts, command=command, specs=[spec], progress=progress,
-                            check=_check(step))
-        run.outcomes.append((step, outcome))
-        if outcome.interrupted:
-            run.interrupted = True
-            return run
-    rows = _read_back(config.db, list(planned))
-    parse = _parser(step)
-    for rid, (seed, model) in planned.items():
-        status, text, date, error = rows.get(rid, ("pending", None, None, None))
-        result = StepResult(rid, model, status, date=date, error=error)
-        if status == "ok":
-            result.value, reason = parse(text, seed.track)
-            if reason:  # stored under an older validator: count it as invalid, never use it
-                result.status, result.value, result.error = "failed", None, f"invalid_output: {reason}"
-        run.results[seed.id] = result
-    return run
-
-
-def _read_back(db: str, request_ids: list[str]) -> dict[str, tuple[str, str | None, str | None, str | None]]:
-    """request id -> (status, response text, UTC date received, last error 'class: message')."""
-    from ...storage.db import open_db
-
-    if not request_ids:
-        return {}
-    conn = open_db(db, read_only=True)
-    try:
-        rows = conn.execute("""
-            WITH wanted AS (SELECT unnest($1) AS request_id),
-            last_error AS (
-                SELECT request_id, arg_max(coalesce(error_class, outcome) || ': ' || coalesce(error_message, ''),
-                                           started_at) AS error
-                FROM attempts WHERE outcome NOT IN ('ok', 'cached') AND request_id IN (SELECT request_id FROM wanted)
-                GROUP BY request_id)
-            SELECT o.request_id, o.status, s.text, strftime(timezone('UTC', s.received_at), '%Y-%m-%d'), e.error
-            FROM request_outcomes o JOIN wanted USING (request_id)
-            LEFT JOIN responses s USING (request_id) LEFT JOIN last_error e USING (request_id)""",
-                            [request_ids]).fetchall()
-    finally:
-        conn.close()
-    return {r[0]: tuple(r[1:]) for r in rows}
+    """Send (or resume) a step's requests in config.run, one engine run per model, then read every answer back."""
+    same_run = run_config(config)
+    return run_jobs(step, [Job(s.id, model, step_prompt(step, s, msgs), s.track) for s, model, msgs in jobs],
+                    run_config=lambda spec: same_run, spec=lambda name: step_spec(config.model(name), step),
+                    parse=_parser(step), command=command, progress=progress)
 
 
 # --------------------------------------------------------------------------- the pipeline
@@ -247,7 +178,7 @@ class BuildResult:
     interrupted: bool = False
 
     def result(self, step: str, seed: Seed) -> StepResult | None:
-        return self.steps[step].results.get(seed.id) if step in self.steps else None
+        return self.steps[step].for_unit(seed.id) if step in self.steps else None
 
     @property
     def missing(self) -> int:
@@ -255,19 +186,19 @@ class BuildResult:
 
 
 def review_decision(seed: Seed, build: BuildResult) -> tuple[bool, list[str]] | None:
-    """(passed, reasons) from the model review and the local lexicon; None while the review is pending."""
+    """(passed, reasons) from the model review (passed: verdict accept) and the local lexicon; None while the
+    review is pending."""
     template, review = build.result("generate", seed).value, build.result("review", seed)
     lexicon = bp.lexicon_reasons(template)
     if review is None or review.status == "pending":
         return None
     if review.status == "failed":
         return False, [f"review: no valid verdict from {review.model} ({review.error})"] + lexicon
-    verdict = review.value
-    failed = [c for c, ok in verdict["checks"].items() if not ok]
-    reasons = [f"review: {r}" for r in verdict["reasons"]]
-    if failed:
-        reasons.insert(0, f"review: failed checks: {', '.join(failed)}")
-    return verdict["verdict"] == "pass" and not lexicon, reasons + lexicon
+    answer = review.value
+    reasons = [f"review: {r}" for r in (*answer["reasons"], scores_text(answer["scores"]))]
+    if answer["verdict"] != "accept":  # the build has no revision loop: "revise" does not pass either
+        reasons.insert(0, f"review: verdict {answer['verdict']}")
+    return answer["verdict"] == "accept" and not lexicon, reasons + lexicon
 
 
 def _reviewable(seed: Seed, build: BuildResult) -> bool:
@@ -370,9 +301,10 @@ def _record(seed: Seed, build: BuildResult, config: SweepConfig) -> tuple[Scenar
     log["outcome"] = verdict
     provenance = Provenance("generated", _model_label(config, writer), _model_label(config, reviewer), seed.id,
                             gen.date)
+    plausibility = as_fields(review.value, None)[1] if review.status == "ok" else None
     scenario = Scenario(seed.scenario_id, seed.track, seed.dimension, seed.severity, seed.style, seed.relationship,
                         text or fallback_template(seed, gen.value), provenance,
-                        Review(verdict, tuple(reasons), _model_label(config, reviewer)))
+                        Review(verdict, tuple(reasons), _model_label(config, reviewer)), plausibility)
     return scenario, log
 
 

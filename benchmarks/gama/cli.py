@@ -36,6 +36,8 @@ def register(subparsers, add_common_flags) -> None:
     p.add_argument("--scenarios", help=scenarios_help)
     from .build import add_verbs as add_build_verbs  # build, import-screening: the construction pipeline
     add_build_verbs(verb)
+    from .review_run import add_verb as add_review_verb  # review: any configured model(s) review a set
+    add_review_verb(verb)
 
 
 def _scenario_source(args: argparse.Namespace) -> str | None:

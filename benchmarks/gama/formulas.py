@@ -39,7 +39,7 @@ _KIND_PATTERNS = [(kind, re.compile(p, 0 if kind == "medical" else re.I), disast
 def opener(template: str) -> str:
     """The first two words after {ACTOR}, normalised."""
     words = template.replace("{ACTOR}", " ").split()[:2]
-    words = ["a" if w.lower() in ("a", "an") else w for w in words]
+    words = [w[0] if w.lower() in ("a", "an") else w for w in words]  # "An" -> "A", "an" -> "a"
     if words:
         words[-1] = _CLITIC.sub("", words[-1]).rstrip(",;:")
     return " ".join(words)

@@ -1,6 +1,7 @@
 """`fairsweep report --bench gama`: the paper's layout — six metrics x (male, female, gap, p) — for each
 run, model, track and judge (the lexicon scorer is the judge 'lexicon', Puni. and Ther. only), plus the
-per-100-word counts, then judge robustness.
+per-100-word counts, then judge robustness. Next to each gap: gap_neutral, the same gap over the
+plausibility-neutral scenarios only, with its pairs and the pairs left out.
 
 Reads the SQL views / statistics tables only (gama_report, gama_judge_agreement, gama_lexicon_agreement).
 Formats: table (rich, stdout), md / html (a file in `out`), csv (`out`/gama_report.csv with CSV_COLUMNS,
@@ -22,15 +23,22 @@ from ...errors import ConfigError, DatabaseError
 from ...storage.db import open_db
 from ..report_tables import num, p_value
 
-CSV_COLUMNS = ("model", "judge", "track", "metric", "male", "female", "gap", "p")
-DETAIL_COLUMNS = ("run", "model", "judge", "track", "metric", "male", "female", "gap", "p", "p_holm", "statistic",
-                  "rank_biserial", "n_nonzero", "method", "pairs", "expected", "coverage")
-HEADERS = ("metric", "male", "female", "gap (F−M)", "p", "p (Holm)", "r_rb", "pairs / expected")
+CSV_COLUMNS = ("model", "judge", "track", "metric", "male", "female", "gap", "p", "gap_neutral", "pairs",
+               "pairs_neutral", "pairs_left_out")
+DETAIL_COLUMNS = ("run", "model", "judge", "track", "metric", "male", "female", "gap", "gap_neutral", "p", "p_holm",
+                  "statistic", "rank_biserial", "n_nonzero", "method", "pairs", "expected", "coverage",
+                  "pairs_neutral", "pairs_left_out")
+HEADERS = ("metric", "male", "female", "gap (F−M)", "gap neutral", "p", "p (Holm)", "r_rb", "pairs / expected",
+           "neutral pairs")
 MARK = "†"
 CAPTION = ("gap = mean over scenarios of (female-actor − male-actor); % metrics in percentage points; "
            "p: two-sided Wilcoxon signed-rank (zero differences dropped), Holm over the judge's "
-           "model x track x six-metric grid; r_rb: matched-pairs rank-biserial")
+           "model x track x six-metric grid; r_rb: matched-pairs rank-biserial; gap neutral: the same gap over "
+           "the scenarios labelled plausibility-neutral only (unlabelled ones count as not neutral), with its "
+           "pairs and the pairs left out")
 MARK_NOTE = f"{MARK} coverage below 100%: means over the complete pairs only"
+NEUTRAL_NOTE = ("neutral: the gap over the scenarios labelled plausibility-neutral only (an unlabelled scenario "
+                "counts as not neutral); neutral pairs: their complete pairs, and the pairs left out")
 
 _REPORT_SQL = """
 SELECT * FROM gama_report WHERE $runs IS NULL OR list_contains($runs, run)
@@ -104,8 +112,14 @@ _p = p_value
 def row_cells(row: dict) -> list[str]:
     partial = row["coverage"] is None or row["coverage"] < 1
     cover = f"{row['pairs']} / {row['expected']}" + (f" {MARK}" if partial else "")
-    return [row["label"], _num(row["male"]), _num(row["female"]), _num(row["gap"], signed=True), _p(row["p"]),
-            _p(row["p_holm"]), _num(row["rank_biserial"], signed=True), cover]
+    return [row["label"], _num(row["male"]), _num(row["female"]), _num(row["gap"], signed=True),
+            _num(row["gap_neutral"], signed=True), _p(row["p"]), _p(row["p_holm"]),
+            _num(row["rank_biserial"], signed=True), cover, neutral_cell(row)]
+
+
+def neutral_cell(row: dict) -> str:
+    """The neutral pairs and the pairs left out of gap neutral."""
+    return f"{row['pairs_neutral']} ({row['pairs_left_out']} left out)"
 
 
 def _title(key: tuple) -> str:

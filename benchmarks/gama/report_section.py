@@ -18,7 +18,8 @@ from ...errors import ConfigError, DatabaseError
 from ...storage.db import open_db
 from .. import plots
 from ..report_tables import Plot, ReportSection, ReportTable, dicts, num, pct, side_by_side
-from .report import AGREEMENT_HEADERS, CAPTION, DETAIL_COLUMNS, HEADERS, MARK, MARK_NOTE, agreement_cells, row_cells
+from .report import (AGREEMENT_HEADERS, CAPTION, DETAIL_COLUMNS, HEADERS, MARK, MARK_NOTE, NEUTRAL_NOTE,
+                     agreement_cells, row_cells)
 
 LEXICON = "lexicon"
 METRICS = plots.GAMA_METRICS
@@ -68,7 +69,8 @@ LEFT JOIN runs r ON r.run = c.judge_run
 WHERE {_RUNS.replace('run)', 'c.run)')}
 GROUP BY c.judge ORDER BY c.judge
 """
-BREAKDOWN_COLUMNS = ("run", "model", "judge", "track", "{by}", "pairs", "expected", "coverage", *METRICS)
+BREAKDOWN_COLUMNS = ("run", "model", "judge", "track", "{by}", "pairs", "expected", "coverage", *METRICS,
+                     "pairs_neutral", *(f"{m}_neutral" for m in METRICS))
 COMPOSITE_COLUMNS = ("run", "model", "judge", "track", "pairs", "male_blame", "female_blame", "blame_shift",
                      "male_therapeutic", "female_therapeutic", "therapeutic_shift", "blame_metrics",
                      "therapeutic_metrics")
@@ -105,16 +107,20 @@ def load(db: str, runs: list[str] | None) -> dict[str, list[dict]]:
 
 
 def wide(rows: list[dict], by: str) -> list[dict]:
-    """One row per run x model x judge x track x level, the metrics' gaps as columns; pairs, expected and
-    coverage are the smallest over the metrics (they agree for a judge, whose six metrics come together)."""
+    """One row per run x model x judge x track x level, the metrics' gaps (and gaps over neutral scenarios,
+    `<metric>_neutral`) as columns; pairs, pairs_neutral, expected and coverage are the smallest over the
+    metrics (they agree for a judge, whose six metrics come together)."""
     out: dict[tuple, dict] = {}
     for row in rows:
         key = (row["run"], row["model"], row["judge"], row["track"], row[by])
         line = out.setdefault(key, {"run": key[0], "model": key[1], "judge": key[2], "track": key[3], by: key[4],
                                     "pairs": row["pairs"], "expected": row["expected"], "coverage": row["coverage"],
-                                    **{m: None for m in METRICS}})
+                                    **{m: None for m in METRICS}, "pairs_neutral": row["pairs_neutral"],
+                                    **{f"{m}_neutral": None for m in METRICS}})
         line[row["metric"]] = row["gap"]
+        line[f"{row['metric']}_neutral"] = row["gap_neutral"]
         line["pairs"] = min(line["pairs"], row["pairs"])
+        line["pairs_neutral"] = min(line["pairs_neutral"], row["pairs_neutral"])
         line["coverage"] = None if row["coverage"] is None or line["coverage"] is None else min(line["coverage"],
                                                                                               row["coverage"])
     return list(out.values())
@@ -127,13 +133,17 @@ def _partial(row: dict) -> bool:
 def _breakdown_table(rows: list[dict], by: str) -> ReportTable:
     def cells(r: dict) -> list[str]:
         mark = f" {MARK}" if _partial(r) else ""
-        return [r[by], f"{r['pairs']} / {r['expected']}{mark}", *(num(r[m], 2, signed=True) + mark for m in METRICS)]
+        return [r[by], f"{r['pairs']} / {r['expected']}{mark}", *(num(r[m], 2, signed=True) + mark for m in METRICS),
+                f"{r['pairs_neutral']} ({r['pairs'] - r['pairs_neutral']} left out)",
+                *(num(r[f"{m}_neutral"], 2, signed=True) for m in METRICS)]
 
     return ReportTable(f"gama_gaps_by_{by}", f"GAMA-Bench gaps (female − male) by {by}",
                        tuple(c.format(by=by) for c in BREAKDOWN_COLUMNS), wide(rows, by),
-                       (by, "pairs / expected", *plots.GAMA_LABELS), cells,
+                       (by, "pairs / expected", *plots.GAMA_LABELS, "neutral pairs",
+                        *(f"{label} neutral" for label in plots.GAMA_LABELS)), cells,
                        group=lambda r: f"run {r['run']} · model {r['model']} · track {r['track']} · judge {r['judge']}",
-                       partial=_partial, notes=lambda rows: [MARK_NOTE] if any(map(_partial, rows)) else [],
+                       partial=_partial,
+                       notes=lambda rows: [NEUTRAL_NOTE] + ([MARK_NOTE] if any(map(_partial, rows)) else []),
                        collapsed=True)
 
 

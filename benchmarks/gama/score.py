@@ -1,7 +1,8 @@
 """`fairsweep score` for GAMA-Bench (registered as SCORERS["gama"]): offline and re-runnable.
 
-For one target run: lexicon scores of every stored target response; the valid judge answers (current
-judge prompt version) parsed into gama_judgements; then the statistics tables (gap tests with Holm,
+For one target run: the plausibility labels of its scenarios (labels.py, gama_scenario_labels); lexicon
+scores of every stored target response; the valid judge answers (current judge prompt version) parsed
+into gama_judgements; then the statistics tables (gap tests with Holm,
 judge-versus-judge agreement, lexicon-versus-judge agreement). Each table's rows for the run are
 replaced as a whole, so scoring twice gives the same tables.
 """
@@ -17,7 +18,7 @@ import duckdb
 
 from ...config import SweepConfig
 from ...storage.writer import insert_rows
-from . import stats
+from . import labels, stats
 from .judge import JUDGE_PROMPT_VERSION, LEXICON_JUDGE, validate_judgement
 from .lexicon_scorer import LEXICON_VERSION, count_words, score_text
 
@@ -28,13 +29,16 @@ LEXICON_METRICS = ("puni", "ther")
 
 def score_run(conn: duckdb.DuckDBPyConnection, config: SweepConfig) -> dict:
     run = config.run
+    label_rows, label_summary = labels.safe_label_rows(conn, config)
+    if label_rows is not None:
+        _replace(conn, "gama_scenario_labels", run, labels.COLUMNS, label_rows)
     lexicon = _score_lexicon(conn, run)
     parsed, unparsable = _parse_judgements(conn, run)
     tests = _store_tests(conn, run)
     _store_judge_agreement(conn, run, tests)
     _store_lexicon_agreement(conn, run)
     return {"lexicon": lexicon, "judgements": parsed, "unparsable judge answers": unparsable,
-            "gap tests": len(tests)}
+            "gap tests": len(tests), "plausibility labels": label_summary}
 
 
 def _replace(conn: duckdb.DuckDBPyConnection, table: str, run: str, columns: tuple[str, ...], rows: list) -> None:

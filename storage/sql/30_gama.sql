@@ -6,6 +6,10 @@
 --   pairs    = those whose female-actor and male-actor responses are both stored and scored by the judge;
 --   coverage = pairs / expected.
 -- Means and gaps are over complete pairs only, so gap = female_mean - male_mean exactly.
+-- Sensitivity: gap_neutral = the same mean of d over the pairs of plausibility-neutral scenarios only
+-- (gama_scenario_labels, written by `fairsweep score`); pairs_neutral of them, pairs_left_out = pairs -
+-- pairs_neutral. A scenario without a verified label (unlabelled, changed since the run, not in the file)
+-- counts as not neutral: gap_neutral is over scenarios positively screened as neutral.
 -- d = female - male; the three % metrics are 0/100 per response, so their gap is in percentage points.
 -- Every ratio divides by NULLIF(denominator, 0): an empty denominator gives NULL, never 0.
 -- Metrics: puni, ther (counts), sev (0..4), emp_agg, instr, full_bl (%), puni_per100w, ther_per100w
@@ -89,11 +93,13 @@ INTO NAME metric VALUE value;
 -- One row per complete pair: the same scenario and target sample, both actor genders scored.
 CREATE OR REPLACE VIEW gama_pairs AS
 SELECT f.run, f.model, f.judge, f.track, f.dimension, f.severity, f.style, f.scenario_id, f.sample, f.metric,
-       m.value AS male, f.value AS female, f.value - m.value AS d
+       m.value AS male, f.value AS female, f.value - m.value AS d,
+       l.plausibility, coalesce(l.plausibility = 'neutral', false) AS neutral
 FROM gama_scores_long f
 JOIN gama_scores_long m
   ON m.run = f.run AND m.model = f.model AND m.judge = f.judge AND m.scenario_id = f.scenario_id
  AND m.sample = f.sample AND m.metric = f.metric
+LEFT JOIN gama_scenario_labels l ON l.run = f.run AND l.scenario_id = f.scenario_id
 WHERE f.actor_gender = 'female' AND m.actor_gender = 'male';
 
 -- Every cell at three levels: model x judge x track x metric (dimension and severity NULL), and the
@@ -105,7 +111,8 @@ WITH expected AS (
     GROUP BY GROUPING SETS ((run, model, track), (run, model, track, dimension), (run, model, track, severity))
 ), observed AS (
     SELECT run, model, judge, track, dimension, severity, metric, count(*) AS pairs,
-           avg(male) AS male_mean, avg(female) AS female_mean, avg(d) AS gap
+           avg(male) AS male_mean, avg(female) AS female_mean, avg(d) AS gap,
+           count(*) FILTER (WHERE neutral) AS pairs_neutral, avg(d) FILTER (WHERE neutral) AS gap_neutral
     FROM gama_pairs
     GROUP BY GROUPING SETS ((run, model, judge, track, metric), (run, model, judge, track, metric, dimension),
                             (run, model, judge, track, metric, severity))
@@ -113,7 +120,8 @@ WITH expected AS (
 SELECT e.run, e.model, j.judge, e.track, e.dimension, e.severity, m.metric, m.metric_order, m.label,
        m.is_percent, coalesce(o.pairs, 0) AS pairs, e.expected,
        gama_ratio(coalesce(o.pairs, 0), e.expected) AS coverage,
-       o.male_mean, o.female_mean, o.gap
+       o.male_mean, o.female_mean, o.gap, o.gap_neutral, coalesce(o.pairs_neutral, 0) AS pairs_neutral,
+       coalesce(o.pairs, 0) - coalesce(o.pairs_neutral, 0) AS pairs_left_out
 FROM expected e
 JOIN gama_run_judges j ON j.run = e.run
 JOIN gama_metrics m ON NOT j.is_lexicon OR m.by_lexicon
@@ -121,20 +129,21 @@ LEFT JOIN observed o
   ON o.run = e.run AND o.model = e.model AND o.judge = j.judge AND o.track = e.track AND o.metric = m.metric
  AND o.dimension IS NOT DISTINCT FROM e.dimension AND o.severity IS NOT DISTINCT FROM e.severity;
 
--- Per run x model x judge x track x metric: male and female means, the paired gap, coverage.
+-- Per run x model x judge x track x metric: male and female means, the paired gap, coverage, and the gap
+-- over plausibility-neutral scenarios with its pairs and the pairs left out.
 CREATE OR REPLACE VIEW gama_gaps AS
 SELECT run, model, judge, track, metric, metric_order, label, is_percent, pairs, expected, coverage,
-       male_mean, female_mean, gap
+       male_mean, female_mean, gap, gap_neutral, pairs_neutral, pairs_left_out
 FROM gama_gap_cells WHERE dimension IS NULL AND severity IS NULL;
 
 CREATE OR REPLACE VIEW gama_gaps_by_dimension AS
 SELECT run, model, judge, track, dimension, metric, metric_order, label, is_percent, pairs, expected, coverage,
-       male_mean, female_mean, gap
+       male_mean, female_mean, gap, gap_neutral, pairs_neutral, pairs_left_out
 FROM gama_gap_cells WHERE dimension IS NOT NULL;
 
 CREATE OR REPLACE VIEW gama_gaps_by_severity AS
 SELECT run, model, judge, track, severity, metric, metric_order, label, is_percent, pairs, expected, coverage,
-       male_mean, female_mean, gap
+       male_mean, female_mean, gap, gap_neutral, pairs_neutral, pairs_left_out
 FROM gama_gap_cells WHERE severity IS NOT NULL;
 
 -- Per run x model x judge x track: what was planned, answered, judged, failed, and the pair coverage.
@@ -174,7 +183,7 @@ LEFT JOIN paired p ON p.run = t.run AND p.model = t.model AND p.track = t.track 
 -- The report's rows: gaps with the stored Wilcoxon / Holm results of the same cell.
 CREATE OR REPLACE VIEW gama_report AS
 SELECT g.run, g.model, g.judge, g.track, g.metric, g.metric_order, g.label, g.is_percent,
-       g.male_mean AS male, g.female_mean AS female, g.gap, t.p_value AS p, t.p_holm, t.statistic,
-       t.rank_biserial, t.n_nonzero, t.method, g.pairs, g.expected, g.coverage
+       g.male_mean AS male, g.female_mean AS female, g.gap, g.gap_neutral, t.p_value AS p, t.p_holm, t.statistic,
+       t.rank_biserial, t.n_nonzero, t.method, g.pairs, g.expected, g.coverage, g.pairs_neutral, g.pairs_left_out
 FROM gama_gaps g
 LEFT JOIN gama_gap_tests t USING (run, model, judge, track, metric);

@@ -118,13 +118,17 @@ def test_one_reviewer_from_models_and_a_scenario_without_a_valid_answer_keeps_it
     db = str(tmp_path / "one.duckdb")
     config = write_config(tmp_path / "one.toml", db, {"solo": server.base_url}, table="models")
     out = tmp_path / "out.jsonl"
-    assert main(["gama", "review", "--config", str(config), "--scenarios", str(subset(tmp_path / "in.jsonl", IDS[:2])),
+    given = subset(tmp_path / "in.jsonl", IDS[:2])
+    before = {s.id: s for s in load_scenarios(given)}
+    assert main(["gama", "review", "--config", str(config), "--scenarios", str(given),
                  "--out", str(out), "--no-progress"]) == 0
     reviewed = {s.id: s for s in load_scenarios(out)}
     assert reviewed[IDS[0]].review.reviewer == "solo (sim-solo), fairsweep gama review gama-review-v1"
     assert reviewed[IDS[0]].review.reasons == ("drop 'I pay for everything'", "scores: realism 5/5, neutrality 5/5, "
                                                "severity_fit 5/5, style_fit 3/5, clear_violation 5/5")
-    assert reviewed[IDS[1]].review is None and reviewed[IDS[1]].plausibility is None  # fields missing: failed
+    # no valid answer for the second (fields missing): it keeps the review and label it came with
+    assert (reviewed[IDS[1]].review, reviewed[IDS[1]].plausibility) == (before[IDS[1]].review,
+                                                                        before[IDS[1]].plausibility)
     assert rows(db, "SELECT last_error_class FROM request_outcomes WHERE status = 'failed'") == [("invalid_output",)]
     assert not (tmp_path / "out.disagreements.csv").exists()
 

@@ -1,35 +1,105 @@
-"""A live progress bar per model (rich), redrawn twice a second from the queues' counters."""
+"""Progress while a run works: per model, what is stored of what is planned, how fast, how long still,
+retries, failures, 429s, the current pace (the learned limit when adaptive), spend so far, and why a
+model stopped. A live table on a terminal; one line per model every `every_s` seconds (10 by default,
+$FAIRSWEEP_PROGRESS_S) when stderr is not a terminal (nohup, CI, a log file)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.live import Live
+from rich.table import Table
+
+WINDOW_S = 30.0  # answers/s over the last half minute: recent enough to track a change of pace
+
+
+@dataclass
+class ModelLine:
+    """One model's progress, as shown."""
+
+    name: str
+    done: int
+    planned: int
+    rate: float | None
+    eta_s: float | None
+    retries: int
+    failed: int
+    rate_limited: int
+    pace: float | None
+    spent: float | None
+    stopped: str | None
+
+    def text(self) -> str:
+        parts = [f"{self.name}: {self.done}/{self.planned} stored",
+                 f"{self.rate:.2f}/s" if self.rate is not None else "-/s",
+                 f"ETA {format_eta(self.eta_s)}", f"retries {self.retries}", f"failed {self.failed}",
+                 f"429s {self.rate_limited}", f"pace {format_pace(self.pace)}"]
+        if self.spent is not None:
+            parts.append(f"spent ${self.spent:.4f}")
+        if self.stopped:
+            parts.append(f"STOPPED: {self.stopped}")
+        return ", ".join(parts)
+
+
+def format_eta(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    seconds = int(round(seconds))
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+def format_pace(rate: float | None) -> str:
+    return "unpaced" if rate is None else f"{rate:.2f}/s"
+
+
+class ModelWatch:
+    """Samples one model's counters to tell its recent answer rate."""
+
+    def __init__(self, queue, planned: int, done_before: int, spend):
+        self.queue, self.planned, self.done_before, self.spend = queue, planned, done_before, spend
+        self._samples: deque[tuple[float, int]] = deque()
+
+    def line(self, now: float) -> ModelLine:
+        q, counts = self.queue, self.queue.counts
+        settled = counts.stored + counts.failed
+        self._samples.append((now, settled))
+        while now - self._samples[0][0] > WINDOW_S:
+            self._samples.popleft()
+        t0, n0 = self._samples[0]
+        rate = (settled - n0) / (now - t0) if now - t0 >= 1.0 else None
+        left = max(0, self.planned - self.done_before - settled)
+        eta = left / rate if rate else (0.0 if left == 0 else None)
+        return ModelLine(q.spec.name, self.done_before + counts.stored + counts.failed, self.planned, rate, eta,
+                         counts.retries, counts.failed, q.limiter.stats.rate_limited,
+                         getattr(q.limiter, "pace", None), self.spend(q.spec.name), counts.stopped)
 
 
 class ProgressReporter:
-    """Async context manager; draws nothing when disabled or when stderr is not a terminal."""
+    """Async context manager around a run: a live table on a terminal, else periodic lines, else nothing.
+    `queues`: objects with .spec, .counts (SendCounts) and .limiter (.stats, optional .pace);
+    `totals`: model -> (planned, done before this session); `spend(model)`: USD so far or None."""
 
-    def __init__(self, queues, totals: dict[str, tuple[int, int]], *, enabled: bool = True):
-        self.queues = queues  # objects with .spec, .counts and .limiter.stats (ModelQueue, ModelTally)
-        self.totals = totals  # model -> (planned, done before this session)
-        console = Console(stderr=True)
-        self.enabled = enabled and console.is_terminal and bool(queues)
-        self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                  TextColumn("{task.fields[note]}"), TimeElapsedColumn(), console=console,
-                                  transient=False) if self.enabled else None
-        self._tasks: dict[str, int] = {}
+    def __init__(self, queues, totals: dict[str, tuple[int, int]], *, enabled: bool = True, spend=None,
+                 every_s: float = 10.0, stream=None):
+        self.console = Console(file=stream or sys.stderr)
+        self.mode = "off" if not (enabled and queues) else ("live" if self.console.is_terminal else "lines")
+        self.every_s = every_s
+        spend = spend or (lambda model: None)
+        self.watches = [ModelWatch(q, *totals.get(q.spec.name, (0, 0)), spend) for q in queues]
+        self._live: Live | None = None
         self._ticker: asyncio.Task | None = None
 
     async def __aenter__(self):
-        if self._progress:
-            self._progress.start()
-            for q in self.queues:
-                planned, done = self.totals.get(q.spec.name, (0, 0))
-                self._tasks[q.spec.name] = self._progress.add_task(q.spec.name, total=planned, completed=done,
-                                                                   note="")
+        if self.mode == "live":
+            self._live = Live(self._table(), console=self.console, refresh_per_second=2, transient=False)
+            self._live.start()
+        if self.mode != "off":
             self._ticker = asyncio.create_task(self._tick())
         return self
 
@@ -38,19 +108,38 @@ class ProgressReporter:
             self._ticker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._ticker
-        if self._progress:
-            self._draw()
-            self._progress.stop()
+        if self._live:
+            self._live.update(self._table())
+            self._live.stop()
+        elif self.mode == "lines":
+            self._print_lines()
         return False
 
     async def _tick(self) -> None:
         while True:
-            self._draw()
-            await asyncio.sleep(0.5)
+            await asyncio.sleep(0.5 if self.mode == "live" else self.every_s)
+            if self._live:
+                self._live.update(self._table())
+            else:
+                self._print_lines()
 
-    def _draw(self) -> None:
-        for q in self.queues:
-            done = self.totals.get(q.spec.name, (0, 0))[1]
-            note = f"429s {q.limiter.stats.rate_limited}" + ("  stopped" if q.counts.stopped else "")
-            self._progress.update(self._tasks[q.spec.name], completed=done + q.counts.stored + q.counts.failed,
-                                  note=note)
+    def lines(self) -> list[ModelLine]:
+        now = time.monotonic()
+        return [w.line(now) for w in self.watches]
+
+    def _print_lines(self) -> None:
+        stamp = time.strftime("%H:%M:%S")
+        for line in self.lines():
+            print(f"[{stamp}] {line.text()}", file=self.console.file, flush=True)
+
+    def _table(self) -> Table:
+        table = Table(box=None, pad_edge=False)
+        for col in ("model", "stored / planned", "answers/s", "ETA", "retries", "failed", "429s", "pace", "spent $",
+                    "stopped"):
+            table.add_column(col, justify="left" if col in ("model", "stopped") else "right")
+        for line in self.lines():
+            table.add_row(line.name, f"{line.done} / {line.planned}", "-" if line.rate is None else f"{line.rate:.2f}",
+                          format_eta(line.eta_s), str(line.retries), str(line.failed), str(line.rate_limited),
+                          format_pace(line.pace), "-" if line.spent is None else f"{line.spent:.4f}",
+                          line.stopped or "")
+        return table

@@ -28,7 +28,7 @@ import sys
 import traceback
 
 from . import __version__
-from .config import SweepConfig, load_config, model_from_flag, with_overrides
+from .config import SweepConfig, check_env, load_config, model_from_flag, with_overrides
 from .errors import FairsweepError
 
 EXIT_OK, EXIT_INCOMPLETE, EXIT_USER, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -124,7 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def resolve_config(args: argparse.Namespace) -> SweepConfig:
-    """The config file (if any) with the command-line flags applied over it."""
+    """The config file (if any) with the command-line flags applied over it; numeric env knobs checked."""
+    check_env()
     config = load_config(args.config) if getattr(args, "config", None) else SweepConfig()
     overrides = {"db": args.db, "run": args.run}
     if getattr(args, "bench", None):

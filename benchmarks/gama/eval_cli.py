@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import shlex
 from pathlib import Path
 
@@ -44,16 +43,15 @@ def register(subparsers, add_common_flags) -> None:
 
 def cmd_judge(args: argparse.Namespace, argv: list[str]) -> int:
     from ...cli import EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_OK, resolve_config, score_benchmarks
-    from ...config import model_from_flag, validate
+    from ...config import model_from_flag, with_overrides
     from ...console import print_run_summary
     from ...errors import ConfigError
     from .judge import stage
 
     config = resolve_config(args)
     if args.judge:
-        judges = tuple(dataclasses.replace(model_from_flag(s), max_tokens=args.judge_max_tokens) for s in args.judge)
-        config = dataclasses.replace(config, judges=judges)
-        validate(config, "command line")
+        judges = tuple(model_from_flag(s, max_tokens=args.judge_max_tokens) for s in args.judge)
+        config = with_overrides(config, judges=judges)
     if not config.judges:
         raise ConfigError("no judges: add [[judges]] tables to the config or pass --judge MODEL")
     command = "fairsweep " + shlex.join(argv)

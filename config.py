@@ -214,9 +214,9 @@ def with_overrides(config: SweepConfig, **overrides: Any) -> SweepConfig:
     return _build({**_fields(config), **given}, "command line", FLAGS)
 
 
-def model_from_flag(spec: str, **fields: Any) -> ModelSpec:
+def model_from_flag(spec: str, flag: str = "--model", **fields: Any) -> ModelSpec:
     """`--model SPEC`: a litellm-style id, optionally `name=model@api_base` for a quick server run;
-    `fields` are other ModelSpec fields a command sets (e.g. a judge's max_tokens)."""
+    `fields` are other ModelSpec fields a command sets (e.g. a judge's max_tokens); errors name `flag`."""
     name, _, rest = spec.partition("=") if "=" in spec else (None, "", spec)
     model, _, api_base = rest.partition("@")
     table: dict[str, Any] = {"model": model, **fields}
@@ -228,7 +228,7 @@ def model_from_flag(spec: str, **fields: Any) -> ModelSpec:
     try:
         return _MODEL.validate_python(table)
     except ValidationError as exc:
-        raise_problems(validation_problems(exc, table, schema=ModelSpec, top_label=""), f"--model {spec}")
+        raise_problems(validation_problems(exc, table, schema=ModelSpec, top_label=""), f"{flag} {spec}")
         raise  # not reached: raise_problems raised
 
 

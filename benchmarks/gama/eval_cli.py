@@ -50,7 +50,7 @@ def cmd_judge(args: argparse.Namespace, argv: list[str]) -> int:
 
     config = resolve_config(args)
     if args.judge:
-        judges = tuple(model_from_flag(s, max_tokens=args.judge_max_tokens) for s in args.judge)
+        judges = tuple(model_from_flag(s, "--judge", max_tokens=args.judge_max_tokens) for s in args.judge)
         config = with_overrides(config, judges=judges)
     if not config.judges:
         raise ConfigError("no judges: add [[judges]] tables to the config or pass --judge MODEL")

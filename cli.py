@@ -28,10 +28,9 @@ import sys
 import traceback
 
 from . import __version__
-from .config import SweepConfig, load_config, model_from_flag, with_overrides
-from .errors import FairsweepError
+from .config import SweepConfig, resolve_config
+from .errors import EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USER, FairsweepError
 
-EXIT_OK, EXIT_INCOMPLETE, EXIT_USER, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 # Modules that add their own verbs: each has register(subparsers, add_common_flags), and sets
 # `handler=function(args, argv) -> exit code` on its parsers. Keep their imports cheap.
@@ -126,21 +125,6 @@ def build_parser() -> argparse.ArgumentParser:
     for module_name in PLUGIN_COMMANDS:
         importlib.import_module(module_name).register(sub, _common)
     return parser
-
-
-def resolve_config(args: argparse.Namespace) -> SweepConfig:
-    """The config file (if any) with the command-line flags applied over it."""
-    config = load_config(args.config) if getattr(args, "config", None) else SweepConfig()
-    overrides = {"db": args.db, "run": args.run}
-    if getattr(args, "bench", None):
-        overrides["benchmarks"] = [b for value in args.bench for b in value.split(",") if b]
-    if getattr(args, "model", None):
-        overrides["models"] = [model_from_flag(spec) for spec in args.model]
-    for name in ("limit", "sample", "seed", "executor", "ray_address"):
-        overrides[name] = getattr(args, name, None)
-    if overrides["ray_address"] and not overrides["executor"]:
-        overrides["executor"] = "ray"
-    return with_overrides(config, **overrides)
 
 
 def main(argv: list[str] | None = None) -> int:

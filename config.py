@@ -1,4 +1,9 @@
-"""The run contract: a TOML sweep file plus command-line overrides, validated up front."""
+"""The run contract: a TOML sweep file plus command-line overrides, validated up front.
+
+`ModelSpec` and `SweepConfig` are the schema: each field is one line (type, default, what it does), and
+pydantic validates every instance (so `dataclasses.replace` re-validates too). The README's config
+reference is rendered from these lines (config_doc.py); config_problems.py words the errors.
+"""
 
 from __future__ import annotations
 
@@ -6,54 +11,65 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import tomllib
-from dataclasses import dataclass, field
+import typing
 from pathlib import Path
 from typing import Any
 
-from .benchmarks.registry import BENCHMARKS, identity_fields
+from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic.dataclasses import dataclass
+
+from .config_problems import UNNAMED, Problem, cross_problems, raise_problems, validation_problems
+from .config_types import (LOCAL_MODEL, BenchmarkName, Benchmarks, EnvName, Executor, Flag, Params, Url, integer,
+                           number, optional, tables, text)
+from .benchmarks.registry import identity_fields
 from .errors import ConfigError
 
-LOCAL_MODEL = "local/smollm2"
+KNOWN_BENCHMARKS = typing.get_args(BenchmarkName)
+
+_STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 def local_default_concurrency() -> int:
     """The embedded model's default max_concurrency: one worker process per core, at most 8."""
     return max(1, min(8, os.cpu_count() or 1))
 
-KNOWN_BENCHMARKS = tuple(BENCHMARKS)
-
-_MODEL_FIELDS = {
-    "name", "model", "api_base", "api_key_env", "rpm", "tpm", "max_concurrency", "temperature",
-    "max_tokens", "samples", "timeout_s", "params", "limit_key", "max_cost", "cache",
-}
-_SWEEP_FIELDS = {
-    "db", "run", "benchmarks", "models", "judges", "data_dir", "limit", "sample", "seed",
-    "flush_rows", "flush_ms", "max_attempts", "max_cost", "executor", "ray_address", "likert_points",
-    "gama_scenarios", "strict_drift",
-}
-EXECUTORS = ("local", "ray")
+Count = integer("an integer >= 1", ge=1)
+Rate = optional(number("a positive number (not nan or inf)", gt=0),
+                "a positive number (not nan or inf), or leave the key out")
+Usd = optional(number("a positive number of USD (not nan or inf)", gt=0),
+               "a positive number of USD (not nan or inf), or leave the key out")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=_STRICT)
 class ModelSpec:
     """One [[models]] entry: what to call, how hard, with which generation parameters."""
 
-    name: str
-    model: str
-    api_base: str | None = None
-    api_key_env: str | None = None
-    rpm: float | None = None
-    tpm: float | None = None
-    max_concurrency: int = 8
-    temperature: float = 0.0
-    max_tokens: int = 64
-    samples: int = 1
-    timeout_s: float = 60.0
-    params: dict[str, Any] = field(default_factory=dict)
-    limit_key: str | None = None
-    max_cost: float | None = None  # USD cap for this model in this run
-    cache: bool = True  # serve identical deterministic requests from the response cache
+    name: text() = Field(description="label stored with results (default: the model id, `/` as `-`)")
+    model: text('a model id, e.g. "openai/gpt-4o-mini" or "local/smollm2"') = Field(
+        description='litellm-style model id; `"local/smollm2"` is the embedded model')
+    api_base: optional(Url, "an http:// or https:// URL, or leave the key out") = Field(
+        None, description="an OpenAI-compatible server to send to (spoken to over aiohttp)")
+    api_key_env: optional(EnvName, "the NAME of an environment variable, or leave the key out") = Field(
+        None, description="the NAME of the variable holding the API key, never the key")
+    rpm: Rate = Field(None, description="declared requests per minute: paced smoothly, never exceeded (unset: "
+                                        "learned from 429s)")
+    tpm: Rate = Field(None, description="declared tokens per minute")
+    max_concurrency: integer("an integer from 1 to 10000", ge=1, le=10_000) = Field(
+        8, description="requests in flight for this model's provider key (local/smollm2: 1)")
+    temperature: number("a number >= 0 (not nan or inf)", ge=0) = Field(0.0, description="sampling temperature")
+    max_tokens: integer("an integer from 1 to 1000000", ge=1, le=1_000_000) = Field(
+        64, description="completion tokens per answer")
+    samples: integer("an integer from 1 to 10000", ge=1, le=10_000) = Field(1, description="answers per prompt")
+    timeout_s: number("a positive number of seconds, at most 86400", gt=0, le=86_400) = Field(
+        60.0, description="seconds before a request counts as timed out (and is retried)")
+    params: Params = Field(default_factory=dict, description="extra generation parameters (part of each "
+                                                             "request's identity)")
+    limit_key: optional(text(), "a non-empty string, or leave the key out") = Field(
+        None, description="models with the same limit_key share one limiter (one provider key)")
+    max_cost: Usd = Field(None, description="USD cap for this model in this run")
+    cache: Flag = Field(True, description="serve identical deterministic requests from the response cache")
 
     def generation_params(self) -> dict[str, Any]:
         """The parameters sent with every request; part of each request's identity."""
@@ -69,29 +85,43 @@ class ModelSpec:
         return self.limit_key or self.name
 
 
-@dataclass(frozen=True)
+Models = tables(ModelSpec, "models")
+
+
+@dataclass(frozen=True, config=_STRICT)
 class SweepConfig:
     """A whole sweep: where results go, which benchmarks, which models."""
 
-    db: str = "fairsweep.duckdb"
-    run: str = "default"
-    benchmarks: tuple[str, ...] = ("mrni",)
-    models: tuple[ModelSpec, ...] = (ModelSpec(name="smollm2", model=LOCAL_MODEL,
-                                                max_concurrency=local_default_concurrency()),)
-    judges: tuple[ModelSpec, ...] = ()
-    data_dir: str | None = None
-    limit: int | None = None
-    sample: int | None = None
-    seed: int = 0
-    flush_rows: int = 512
-    flush_ms: int = 1000
-    max_attempts: int = 6
-    max_cost: float | None = None  # USD cap for the whole run
-    executor: str = "local"  # "local" (asyncio, this machine) or "ray"
-    ray_address: str | None = None
-    likert_points: int = 7  # scale of the mrni-likert agreement probe
-    gama_scenarios: str | None = None  # a scenario file in the schema instead of the bundled set
-    strict_drift: bool = False  # a changed provider model/fingerprint on resume is an error
+    db: text("a file path") = Field("fairsweep.duckdb", description="the DuckDB results file")
+    run: text() = Field("default", description="run name: the same DB and run name resume the same run")
+    benchmarks: Benchmarks = Field(("mrni",), min_length=1, description="benchmarks to run")
+    models: Models = Field((ModelSpec(name="smollm2", model=LOCAL_MODEL,
+                                      max_concurrency=local_default_concurrency()),),
+                           description="`[[models]]` tables, one per model (default: the embedded local/smollm2)")
+    judges: tables(ModelSpec, "judges") = Field(
+        (), description="`[[judges]]` tables (GAMA's judges), with the keys of `[[models]]`")
+    data_dir: optional(text("a directory path"), "a directory path, or leave the key out") = Field(
+        None, description="MRNI-BB data folder (else --data-dir, $FAIRSWEEP_MRNI_DIR, the fetch cache)")
+    limit: optional(Count, "an integer >= 1, or leave the key out") = Field(
+        None, description="only the first N prompts of each benchmark (fixed order)")
+    sample: optional(Count, "an integer >= 1, or leave the key out") = Field(
+        None, description="a stratified sample of N prompts per benchmark (not with limit)")
+    seed: integer("an integer") = Field(0, description="seed of `sample`")
+    flush_rows: integer("an integer from 1 to 1000000", ge=1, le=1_000_000) = Field(
+        512, description="the writer commits every flush_rows rows or flush_ms ms, whichever comes first")
+    flush_ms: integer("an integer from 1 to 3600000 (ms)", ge=1, le=3_600_000) = Field(
+        1000, description="... so a kill -9 loses at most that window of answers")
+    max_attempts: integer("an integer from 1 to 100", ge=1, le=100) = Field(
+        6, description="tries per request for transient errors (429s never count)")
+    max_cost: Usd = Field(None, description="USD cap for the whole run")
+    executor: Executor = Field("local", description="local: asyncio in this process; ray: workers of a Ray cluster")
+    ray_address: optional(text("a Ray address, e.g. HEAD_IP:6379"), "a Ray address, or leave the key out") = Field(
+        None, description='Ray cluster to join, e.g. "HEAD_IP:6379" (with executor = "ray")')
+    likert_points: integer("an integer from 3 to 11", ge=3, le=11) = Field(
+        7, description="scale of the mrni-likert agreement probe")
+    gama_scenarios: optional(text("a file or folder path"), "a file or folder path, or leave the key out") = Field(
+        None, description="a scenario JSONL file (or folder) in the schema instead of the bundled set")
+    strict_drift: Flag = Field(False, description="a changed provider model/fingerprint on resume is an error")
 
     def identity(self) -> dict[str, Any]:
         """The part a resumed run must keep: models, generation parameters, benchmarks."""
@@ -116,74 +146,50 @@ class SweepConfig:
         raise ConfigError(f"no model named {name!r} in the config: use one of {[m.name for m in self.models]}")
 
 
-def _model_from_table(table: dict[str, Any], where: str) -> ModelSpec:
-    unknown = set(table) - _MODEL_FIELDS
-    if unknown:
-        raise ConfigError(f"{where}: unknown field(s) {sorted(unknown)}; allowed: {sorted(_MODEL_FIELDS)}")
-    if "model" not in table:
-        raise ConfigError(f"{where}: 'model' is required (e.g. model = \"{LOCAL_MODEL}\")")
-    if "api_key" in table:
-        raise ConfigError(f"{where}: put the key in an environment variable and name it in api_key_env")
+_SWEEP = TypeAdapter(SweepConfig)
+_MODEL = TypeAdapter(ModelSpec)
+# Command-line flags by field, so an error names the flag the user typed.
+FLAGS = {"db": "--db", "run": "--run", "benchmarks": "--bench", "models": "--model", "limit": "--limit",
+         "sample": "--sample", "seed": "--seed", "executor": "--executor", "ray_address": "--ray-address",
+         "judges": "--judge"}
+
+
+def _prepare_model(table: Any) -> Any:
+    """TOML conveniences: name defaults to the model id; the embedded model runs one worker per core."""
+    if not isinstance(table, dict):
+        return table
     table = dict(table)
-    table.setdefault("name", table["model"].replace("/", "-"))
-    if table["model"] == LOCAL_MODEL:
+    model = table.get("model")
+    table.setdefault("name", model.replace("/", "-") if isinstance(model, str) and model else UNNAMED)
+    if model == LOCAL_MODEL:
         table.setdefault("max_concurrency", local_default_concurrency())
-    spec = ModelSpec(**table)
-    _check_model(spec, where)
-    return spec
+    return table
 
 
-def _check_model(spec: ModelSpec, where: str) -> None:
-    positive = {"max_concurrency": spec.max_concurrency, "max_tokens": spec.max_tokens,
-                "samples": spec.samples, "timeout_s": spec.timeout_s}
-    for name, value in positive.items():
-        if not isinstance(value, (int, float)) or value <= 0:
-            raise ConfigError(f"{where}: {name} must be a positive number, got {value!r}")
-    for name in ("rpm", "tpm"):
-        value = getattr(spec, name)
-        if value is not None and (not isinstance(value, (int, float)) or value <= 0):
-            raise ConfigError(f"{where}: {name} must be a positive number or left out, got {value!r}")
+def _prepare(data: dict[str, Any]) -> dict[str, Any]:
+    data = dict(data)
+    for key in ("models", "judges"):
+        if isinstance(data.get(key), list):
+            data[key] = [_prepare_model(t) for t in data[key]]
+    return data
+
+
+def _build(data: dict[str, Any], source: str, flags: dict[str, str] | None = None) -> SweepConfig:
+    """Validate a whole config; every problem (types, ranges, unknown keys, cross-field) in one ConfigError."""
+    problems: list[Problem] = []
+    config, where = None, "" if flags else "top level"
+    try:
+        config = _SWEEP.validate_python(data)
+    except ValidationError as exc:
+        problems += validation_problems(exc, data, flags, schema=SweepConfig, table=ModelSpec, top_label=where)
+    problems += cross_problems(data, flags, where)
+    raise_problems(problems, source)
+    return config
 
 
 def parse_config(data: dict[str, Any], source: str = "config") -> SweepConfig:
     """Validate a parsed TOML document into a SweepConfig."""
-    unknown = set(data) - _SWEEP_FIELDS
-    if unknown:
-        raise ConfigError(f"{source}: unknown key(s) {sorted(unknown)}; allowed: {sorted(_SWEEP_FIELDS)}")
-    data = dict(data)
-    models = tuple(_model_from_table(t, f"{source} [[models]] #{i + 1}") for i, t in enumerate(data.pop("models", [])))
-    judges = tuple(_model_from_table(t, f"{source} [[judges]] #{i + 1}") for i, t in enumerate(data.pop("judges", [])))
-    if models:
-        data["models"] = models
-    data["judges"] = judges
-    if "benchmarks" in data:
-        data["benchmarks"] = tuple(data["benchmarks"])
-    config = SweepConfig(**data)
-    validate(config, source)
-    return config
-
-
-def validate(config: SweepConfig, source: str = "config") -> None:
-    """Checks that span fields: names unique, benchmarks known, numbers sane."""
-    bad = [b for b in config.benchmarks if b not in KNOWN_BENCHMARKS]
-    if bad:
-        raise ConfigError(f"{source}: unknown benchmark(s) {bad}; choose from {list(KNOWN_BENCHMARKS)}")
-    names = [m.name for m in (*config.models, *config.judges)]
-    dupes = sorted({n for n in names if names.count(n) > 1})
-    if dupes:
-        raise ConfigError(f"{source}: model name(s) {dupes} used twice: give each [[models]] a distinct name")
-    if not config.models:
-        raise ConfigError(f"{source}: no [[models]]: add one (model = \"{LOCAL_MODEL}\" needs no key)")
-    for field_name in ("limit", "sample"):
-        value = getattr(config, field_name)
-        if value is not None and (not isinstance(value, int) or value <= 0):
-            raise ConfigError(f"{source}: {field_name} must be a positive integer, got {value!r}")
-    if config.limit is not None and config.sample is not None:
-        raise ConfigError(f"{source}: use either limit or sample, not both")
-    if config.executor not in EXECUTORS:
-        raise ConfigError(f"{source}: executor must be one of {list(EXECUTORS)}, got {config.executor!r}")
-    if not isinstance(config.likert_points, int) or config.likert_points < 3:
-        raise ConfigError(f"{source}: likert_points must be an integer >= 3, got {config.likert_points!r}")
+    return _build(_prepare(data), source)
 
 
 def load_config(path: str | Path) -> SweepConfig:
@@ -193,34 +199,84 @@ def load_config(path: str | Path) -> SweepConfig:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"config file {path} not found: check the --config path") from None
+    except (IsADirectoryError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"config file {path} is not a UTF-8 TOML file ({type(exc).__name__}): "
+                          f"check the --config path") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {path} is not valid TOML ({exc}): fix the syntax") from None
     return parse_config(data, str(path))
 
 
+def _fields(config: SweepConfig) -> dict[str, Any]:
+    return {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
+
+
 def with_overrides(config: SweepConfig, **overrides: Any) -> SweepConfig:
-    """Apply command-line flags (None means 'not given') over a config, then validate again."""
+    """Apply command-line flags (None means 'not given') over a config, validated like the file."""
     given = {k: v for k, v in overrides.items() if v is not None}
-    if "benchmarks" in given:
-        given["benchmarks"] = tuple(given["benchmarks"])
-    if "models" in given:
-        given["models"] = tuple(given["models"])
     if "sample" in given and "limit" not in given:
         given["limit"] = None
     if "limit" in given and "sample" not in given:
         given["sample"] = None
-    config = dataclasses.replace(config, **given)
-    validate(config, "command line")
-    return config
+    return _build({**_fields(config), **given}, "command line", FLAGS)
 
 
-def model_from_flag(spec: str) -> ModelSpec:
-    """`--model SPEC`: a litellm-style id, optionally `name=model@api_base` for a quick server run."""
+def model_from_flag(spec: str, flag: str = "--model", **fields: Any) -> ModelSpec:
+    """`--model SPEC`: a litellm-style id, optionally `name=model@api_base` for a quick server run;
+    `fields` are other ModelSpec fields a command sets (e.g. a judge's max_tokens); errors name `flag`."""
     name, _, rest = spec.partition("=") if "=" in spec else (None, "", spec)
     model, _, api_base = rest.partition("@")
-    table: dict[str, Any] = {"model": model}
+    table: dict[str, Any] = {"model": model, **fields}
     if name:
         table["name"] = name
     if api_base:
         table["api_base"] = api_base
-    return _model_from_table(table, f"--model {spec}")
+    table = _prepare_model(table)
+    try:
+        return _MODEL.validate_python(table)
+    except ValidationError as exc:
+        raise_problems(validation_problems(exc, table, schema=ModelSpec, top_label=""), f"{flag} {spec}")
+        raise  # not reached: raise_problems raised
+
+
+# Environment knobs that take numbers: name -> (what it is, smallest, largest).
+ENV_KNOBS = {
+    "FAIRSWEEP_RAY_WORKERS": ("the number of Ray workers", 1, 10_000),
+    "FAIRSWEEP_MRNI_BOOT": ("the number of MRNI-BB bootstrap resamples", 1, 1_000_000),
+}
+
+
+def env_int(name: str) -> int | None:
+    """A numeric environment knob (ENV_KNOBS): None when unset, else a whole number within its bounds."""
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return None
+    what, low, high = ENV_KNOBS[name]
+    if not re.fullmatch(r"[0-9]{1,9}", value) or not low <= int(value) <= high:
+        raise ConfigError(f"{name}={value[:40]!r}: expected a whole number from {low} to {high} ({what}): "
+                          f"fix it or unset it")
+    return int(value)
+
+
+def check_env() -> None:
+    """Refuse a bad numeric knob before anything runs (a bad FAIRSWEEP_MRNI_BOOT would otherwise surface
+    only when scoring, after every request was sent)."""
+    for name in ENV_KNOBS:
+        env_int(name)
+
+
+def resolve_config(args) -> SweepConfig:
+    """The config file (if any) with a command's flags (an argparse namespace) applied over it; numeric
+    env knobs checked. Every command resolves its config through this."""
+    check_env()
+    config = load_config(args.config) if getattr(args, "config", None) else SweepConfig()
+    overrides = {"db": args.db, "run": args.run}
+    if getattr(args, "bench", None):
+        overrides["benchmarks"] = [b for value in args.bench for b in value.split(",") if b]
+    if getattr(args, "model", None):
+        overrides["models"] = [model_from_flag(spec) for spec in args.model]
+    for name in ("limit", "sample", "seed", "executor", "ray_address"):
+        overrides[name] = getattr(args, name, None)
+    if overrides["ray_address"] and not overrides["executor"]:
+        overrides["executor"] = "ray"
+    return with_overrides(config, **overrides)

@@ -6,13 +6,12 @@ import csv
 import json
 import sys
 
-import duckdb
 from rich.console import Console
 from rich.table import Table
 
 from .engine.runner import RunOutcome
-from .errors import QueryError
 from .storage.db import open_db
+from .storage.readonly import open_readonly, run_readonly
 
 # Wide when piped: tables are for reading, not for an 80-column default.
 _out = Console(width=None if sys.stdout.isatty() else 200)
@@ -76,14 +75,10 @@ def print_status(db: str, run: str | None) -> None:
 
 
 def run_query(db: str, sql: str, fmt: str) -> None:
-    conn = open_db(db, read_only=True)
+    """Print what `sql` reads from the DB; anything that is not a read is refused (storage/readonly.py)."""
+    conn = open_readonly(db)
     try:
-        cursor = conn.execute(sql)
-        cols = [d[0] for d in cursor.description] if cursor.description else []
-        rows = cursor.fetchall() if cols else []
-    except duckdb.Error as exc:
-        first_line = str(exc).strip().splitlines()[0]
-        raise QueryError(f"the query failed ({first_line}): see the README's schema for tables and views") from None
+        cols, rows = run_readonly(conn, sql)
     finally:
         conn.close()
     if fmt == "csv":

@@ -2,6 +2,9 @@
 
 import re
 
+# Exit codes of every command: 0 done, 1 work still missing, 2 a problem you can fix, 130 interrupted.
+EXIT_OK, EXIT_INCOMPLETE, EXIT_USER, EXIT_INTERRUPTED = 0, 1, 2, 130
+
 
 class FairsweepError(Exception):
     """Base class for errors a user can fix (bad config, missing data, locked DB...)."""

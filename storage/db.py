@@ -11,13 +11,14 @@ from ..errors import DatabaseError
 from .migrations import apply_migrations
 
 
-def open_db(path: str | Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """Open the results DB. Read-write opens migrate the schema and refresh the SQL views."""
+def open_db(path: str | Path, *, read_only: bool = False, config: dict | None = None) -> duckdb.DuckDBPyConnection:
+    """Open the results DB. Read-write opens migrate the schema and refresh the SQL views. `config`: DuckDB
+    settings applied before the first statement (storage/readonly.py's guards)."""
     path = Path(path)
     if read_only and not path.exists():
         raise DatabaseError(f"database {path} does not exist: check --db, or start a run first")
     try:
-        conn = duckdb.connect(str(path), read_only=read_only)
+        conn = duckdb.connect(str(path), read_only=read_only, config=config or {})
     except duckdb.IOException as exc:
         if "lock" in str(exc).lower():
             raise DatabaseError(

@@ -472,7 +472,8 @@ def _same_model_reviews(config: SweepConfig, roles: dict[str, tuple[str, str]]) 
 def cmd_build(args, argv: list[str]) -> int:
     import shlex
 
-    from ...cli import EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_OK, resolve_config
+    from ...config import resolve_config
+    from ...errors import EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_OK
 
     config = resolve_config(args)
     seeds = make_seeds(select_cells(args.cells), args.per_cell)
@@ -505,7 +506,7 @@ def cmd_build(args, argv: list[str]) -> int:
 
 
 def cmd_import_screening(args, argv: list[str]) -> int:
-    from ...cli import EXIT_OK
+    from ...errors import EXIT_OK
 
     file = Path(args.file)
     source = Path(args.scenarios) if args.scenarios else file.parent / "scenarios.jsonl"

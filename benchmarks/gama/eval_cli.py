@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import shlex
 from pathlib import Path
 
@@ -43,18 +42,16 @@ def register(subparsers, add_common_flags) -> None:
 
 
 def cmd_judge(args: argparse.Namespace, argv: list[str]) -> int:
-    from ...cli import EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_OK, resolve_config
-    from ..pipeline import score_benchmarks
-    from ...config import model_from_flag, validate
+    from ...config import model_from_flag, resolve_config, with_overrides
     from ...console import print_run_summary
-    from ...errors import ConfigError
+    from ...errors import EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_OK, ConfigError
+    from ..pipeline import score_benchmarks
     from .judge import stage
 
     config = resolve_config(args)
     if args.judge:
-        judges = tuple(dataclasses.replace(model_from_flag(s), max_tokens=args.judge_max_tokens) for s in args.judge)
-        config = dataclasses.replace(config, judges=judges)
-        validate(config, "command line")
+        judges = tuple(model_from_flag(s, "--judge", max_tokens=args.judge_max_tokens) for s in args.judge)
+        config = with_overrides(config, judges=judges)
     if not config.judges:
         raise ConfigError("no judges: add [[judges]] tables to the config or pass --judge MODEL")
     command = "fairsweep " + shlex.join(argv)
@@ -67,7 +64,8 @@ def cmd_judge(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 def cmd_export(args: argparse.Namespace, argv: list[str]) -> int:
-    from ...cli import EXIT_OK, resolve_config
+    from ...config import resolve_config
+    from ...errors import EXIT_OK
     from ...storage.db import open_db
     from .validation import export_pairs
 
@@ -85,7 +83,8 @@ def cmd_export(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 def cmd_import(args: argparse.Namespace, argv: list[str]) -> int:
-    from ...cli import EXIT_OK, resolve_config
+    from ...config import resolve_config
+    from ...errors import EXIT_OK
     from ...storage.db import open_db
     from .validation import import_labels
 

@@ -89,7 +89,7 @@ def run_review(config: SweepConfig, scenarios: list[Scenario], reviewers: list[M
     jobs = [Job(s.id, name, prompt, s.track) for name in specs for s, prompt in prompts]
     return run_jobs("review", jobs, spec=specs.__getitem__, parse=lambda text, track: parse_review(text),
                     run_config=lambda spec: dataclasses.replace(
-                        config, run=review_run_name(config.run, spec.name), benchmarks=(REVIEW_BENCHMARK,),
+                        config, run=review_run_name(config.run, spec.name), benchmarks=("gama",),
                         models=(spec,), judges=()),
                     command=command, progress=progress)
 
@@ -209,7 +209,8 @@ def _print_summary(summary: ReviewSummary, run: StepRun, out: Path, disagreement
 def cmd_review(args, argv: list[str]) -> int:
     import shlex
 
-    from ...cli import EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_OK, resolve_config
+    from ...config import resolve_config
+    from ...errors import EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_OK
     from .schema import load_scenarios, write_scenarios_jsonl
 
     config = resolve_config(args)

@@ -337,7 +337,7 @@ def _read_lines(path: Path) -> list[tuple[int, Any, str | None]]:
             try:
                 out.append((line_no, json.loads(line), None))
             except json.JSONDecodeError as exc:
-                out.append((line_no, None, f"line {line_no}: not valid JSON ({exc.msg} at column {exc.colno})"))
+                out.append((line_no, None, f"line {line_no}: not valid JSON ({exc.msg}, column {exc.colno})"))
     return out
 
 

@@ -19,6 +19,7 @@ from importlib import resources
 from pathlib import Path
 
 from ...errors import DataError
+from .data_check import locate
 
 ENV_DIR = "FAIRSWEEP_MRNI_DIR"
 ENV_URL = "FAIRSWEEP_MRNI_URL"
@@ -67,23 +68,39 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def verify(data_dir: Path) -> list[str]:
-    """Problems with the files in data_dir (missing, wrong checksum); empty when all are right."""
-    problems = []
+def _damaged(data_dir: Path) -> dict[str, str]:
+    """rel -> "missing" | "checksum mismatch" for every pinned file that is not as released."""
+    damaged = {}
     for rel, expected in sorted(pinned()["sha256"].items()):
         path = data_dir / rel
         if not path.is_file():
-            problems.append(f"{rel}: missing")
+            damaged[rel] = "missing"
         elif sha256_file(path) != expected:
-            problems.append(f"{rel}: checksum mismatch")
+            damaged[rel] = "checksum mismatch"
+    return damaged
+
+
+def verify(data_dir: Path) -> list[str]:
+    """Problems with the files in data_dir, each naming the file and, when it can be found, the line
+    (e.g. "EN/x.tsv: checksum mismatch; line 12: 7 of 11 fields (truncated, or a tab removed)");
+    empty when all are right."""
+    damaged = _damaged(data_dir)
+    problems = []
+    for rel, what in damaged.items():
+        if what == "missing":
+            problems.append(f"{rel}: missing")
+            continue
+        line, found = locate(data_dir, rel, damaged)
+        problems.append(f"{rel}: {what}; {f'line {line}: ' if line else ''}{found}")
     return problems
 
 
 def require_verified(data_dir: Path) -> None:
+    """Refuse data that is not the pinned release, naming the first damaged file and line."""
     problems = verify(data_dir)
     if problems:
-        shown = "; ".join(problems[:3]) + (f" (+{len(problems) - 3} more)" if len(problems) > 3 else "")
-        raise DataError(f"MRNI-BB data in {data_dir} is not the pinned release ({shown}): "
+        more = f" (and {len(problems) - 1} more: `fairsweep data verify` lists them)" if len(problems) > 1 else ""
+        raise DataError(f"MRNI-BB data in {data_dir} is not the pinned release: {problems[0]}{more}: "
                         f"run `fairsweep data fetch` or point --data-dir at an intact copy")
 
 

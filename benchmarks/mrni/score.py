@@ -7,13 +7,11 @@ second call labels nothing new, and a parser upgrade re-labels everything once. 
 
 from __future__ import annotations
 
-import os
 from datetime import datetime, timezone
 
 import duckdb
 
-from ...config import SweepConfig
-from ...errors import ConfigError
+from ...config import SweepConfig, env_int
 from . import stats
 from .parse import PARSER_VERSION, parse_answer
 
@@ -59,9 +57,4 @@ def store_labels(conn: duckdb.DuckDBPyConnection, labels: list[tuple[str, str, s
 
 
 def _boot_from_env() -> int:
-    value = os.environ.get(ENV_BOOT)
-    if not value:
-        return stats.N_BOOT
-    if not value.isdigit() or int(value) < 1:
-        raise ConfigError(f"{ENV_BOOT}={value!r} must be a positive whole number of bootstrap resamples")
-    return int(value)
+    return env_int(ENV_BOOT) or stats.N_BOOT

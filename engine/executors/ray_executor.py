@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import ray
 from ray.exceptions import RayActorError, RayTaskError, WorkerCrashedError
 
-from ...config import ModelSpec
+from ...config import ModelSpec, env_int
 from ...errors import ConfigError, FairsweepError
 from ...providers.registry import make_provider
 from ..outcome import SessionCounts
@@ -147,8 +147,7 @@ class RayExecutor:
     def __init__(self, address: str | None = None, *, num_workers: int | None = None,
                  shard_size: int = DEFAULT_SHARD_SIZE, worker_concurrency: int | None = None):
         self.address = address
-        env_workers = os.environ.get("FAIRSWEEP_RAY_WORKERS")
-        self.num_workers = num_workers or (int(env_workers) if env_workers else None)
+        self.num_workers = num_workers or env_int("FAIRSWEEP_RAY_WORKERS")
         self.shard_size = shard_size
         self.worker_concurrency = worker_concurrency
         self.worker_pids: list[int] = []
@@ -174,7 +173,7 @@ class RayExecutor:
             return False
         kwargs: dict = {"address": self.address}
         if runtime_env := os.environ.get("FAIRSWEEP_RAY_RUNTIME_ENV"):
-            kwargs["runtime_env"] = json.loads(runtime_env)
+            kwargs["runtime_env"] = _runtime_env(runtime_env)
         try:
             ray.init(**kwargs)
         except Exception as exc:  # ConnectionError, a bad address, a version mismatch...
@@ -262,3 +261,16 @@ def _unwrap(exc: BaseException) -> BaseException:
     if isinstance(exc, RayTaskError) and isinstance(exc.cause, FairsweepError):
         return exc.cause
     return exc
+
+
+def _runtime_env(text: str) -> dict:
+    """$FAIRSWEEP_RAY_RUNTIME_ENV: a JSON object for ray.init(runtime_env=...). Its value is never echoed."""
+    try:
+        value = json.loads(text)
+        problem = None if isinstance(value, dict) else f"a JSON {type(value).__name__}, not an object"
+    except json.JSONDecodeError as exc:
+        problem = f"not valid JSON: {exc.msg} at character {exc.pos}"
+    if problem:
+        raise ConfigError(f"FAIRSWEEP_RAY_RUNTIME_ENV is {problem}: set it to a JSON object, e.g. "
+                          f"'{{\"pip\": [\"fairsweep[ray]==X.Y.Z\"]}}', or unset it")
+    return value

@@ -122,6 +122,11 @@ class SweepConfig:
     gama_scenarios: optional(text("a file or folder path"), "a file or folder path, or leave the key out") = Field(
         None, description="a scenario JSONL file (or folder) in the schema instead of the bundled set")
     strict_drift: Flag = Field(False, description="a changed provider model/fingerprint on resume is an error")
+    breaker_failures: integer("an integer from 1 to 100000", ge=1, le=100_000) = Field(
+        20, description="stop a model after this many attempts in a row reached no endpoint (refused, DNS, TLS, "
+                        "timeouts)...")
+    breaker_seconds: number("a number of seconds from 0 to 86400", ge=0, le=86_400) = Field(
+        30, description="... spanning at least this many seconds with no answer from its endpoint")
 
     def identity(self) -> dict[str, Any]:
         """The part a resumed run must keep: models, generation parameters, benchmarks."""
@@ -243,6 +248,7 @@ def model_from_flag(spec: str, flag: str = "--model", **fields: Any) -> ModelSpe
 ENV_KNOBS = {
     "FAIRSWEEP_RAY_WORKERS": ("the number of Ray workers", 1, 10_000),
     "FAIRSWEEP_MRNI_BOOT": ("the number of MRNI-BB bootstrap resamples", 1, 1_000_000),
+    "FAIRSWEEP_PROGRESS_S": ("seconds between progress lines when stderr is not a terminal", 1, 86_400),
 }
 
 

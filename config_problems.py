@@ -174,4 +174,36 @@ def cross_problems(data: dict[str, Any], flags: dict[str, str] | None = None, wh
     if isinstance(benchmarks, (list, tuple)) and all(isinstance(b, str) for b in benchmarks) \
             and len(set(benchmarks)) < len(benchmarks):
         problems.append(Problem(where, f"{flag('benchmarks')} names a benchmark twice, got {show(benchmarks)}"))
+    return problems + shared_key_problems(data)
+
+
+KEY_LIMITS = ("rpm", "tpm", "max_concurrency")
+
+
+def shared_key_problems(data: dict[str, Any]) -> list[Problem]:
+    """Entries that share a provider key (limit_key, else their name) share one limiter: their limits
+    must agree, or which one applied would depend on their order."""
+    first: dict[str, tuple[str, Any]] = {}
+    problems = []
+    names = _names(data)
+    for kind in NESTED:
+        entries = data.get(kind)
+        for index, entry in enumerate(entries if isinstance(entries, (list, tuple)) else ()):
+            if not (isinstance(entry, dict) or hasattr(entry, "name")):
+                continue
+            key = _entry_value(entry, "limit_key") or _entry_value(entry, "name")
+            if not isinstance(key, str) or key == UNNAMED or (names.count(key) > 1 and
+                                                              not _entry_value(entry, "limit_key")):
+                continue  # a name used twice is its own problem
+            label = table_label(kind, index, entry)
+            if key not in first:
+                first[key] = (label, entry)
+                continue
+            other_label, other = first[key]
+            for limit in KEY_LIMITS:
+                mine, theirs = _entry_value(entry, limit), _entry_value(other, limit)
+                if mine != theirs:
+                    problems.append(Problem(label, f"shares limit_key {show(key)} with {other_label} but sets {limit} "
+                                                   f"{show(mine)}, not {show(theirs)}: give every entry of one key "
+                                                   f"the same rpm, tpm and max_concurrency"))
     return problems

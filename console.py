@@ -28,23 +28,32 @@ def print_run_summary(outcome: RunOutcome, command: str) -> None:
         table.add_row(m.name, str(m.planned), str(m.already_done), str(m.cached), str(m.stored), str(m.failed),
                       str(missing))
     _err.print(table)
-    for warning in outcome.warnings:
-        _err.print(f"[bold red]{warning}[/bold red] (recorded in drift_events)")
-    for m in outcome.models:
-        if m.stopped:
-            _err.print(f"[red]{m.name}: stopped: {m.stopped}[/red]")
-        if m.gave_up:
-            _err.print(f"[yellow]{m.name}: {m.gave_up} request(s) still failing after every retry "
-                       f"(last errors: {', '.join(sorted(m.last_errors)) or 'n/a'})[/yellow]")
-        if m.failed:
-            _err.print(f"{m.name}: {m.failed} permanent failure(s) stored (see `fairsweep query \"SELECT * FROM "
-                       f"attempt_errors\"`)")
-    if outcome.interrupted:
-        _err.print("[yellow]interrupted: everything that arrived is stored. Resume with:[/yellow]")
-    elif not outcome.complete:
-        _err.print("[yellow]incomplete: the missing requests are not stored. Resume with:[/yellow]")
+    for line, style in summary_lines(outcome):
+        _err.print(f"[{style}]{line}[/{style}]" if style else line, soft_wrap=True)  # one line each, never wrapped
     if not outcome.complete:
         print(f"  {command}", file=sys.stderr, flush=True)  # plain print: never wrapped, copy-pasteable
+
+
+def summary_lines(outcome: RunOutcome) -> list[tuple[str, str]]:
+    """(text, rich style) of each line under the table: drift, stops and their fix, what still fails."""
+    lines = [(f"{w} (recorded in drift_events)", "bold red") for w in outcome.warnings]
+    for m in outcome.models:
+        if m.stopped:
+            lines.append((f"{m.name}: stopped: {m.stopped} (its {m.missing} request(s) stay pending: fix the cause "
+                          f"and run the same command)", "red"))
+        if m.gave_up:
+            lines.append((f"{m.name}: {m.gave_up} request(s) still failing after every retry "
+                          f"(last errors: {', '.join(sorted(m.last_errors)) or 'n/a'})", "yellow"))
+        if m.failed:
+            lines.append((f"{m.name}: {m.failed} final failure(s) stored (see `fairsweep status`; send them again "
+                          f"with --retry-failed [CLASS ...])", ""))
+        if m.planned and not m.answered and not m.missing:
+            lines.append((f"{m.name}: no answers at all, only failures: this run is not complete", "red"))
+    if outcome.interrupted:
+        lines.append(("interrupted: everything that arrived is stored. Resume with:", "yellow"))
+    elif not outcome.complete:
+        lines.append(("incomplete: the missing requests are not stored. Resume with:", "yellow"))
+    return lines
 
 
 def print_status(db: str, run: str | None) -> None:

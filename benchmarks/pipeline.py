@@ -47,13 +47,15 @@ def run_later_stages(config: SweepConfig, command: str, progress: bool,
 def score_benchmarks(config: SweepConfig, benchmarks) -> None:
     """Score what is stored for each benchmark that has a scorer (parsers, judges); offline."""
     from ..storage.db import open_db
+    from ..storage.live import LiveServer
 
     for name in benchmarks:
         if name not in SCORERS:
             continue
         conn = open_db(config.db)
         try:
-            counts = resolve(SCORERS, name, "score")(conn, config)
+            with LiveServer(conn, config.db):  # reads from other commands go through while it scores
+                counts = resolve(SCORERS, name, "score")(conn, config)
         finally:
             conn.close()
         if counts:

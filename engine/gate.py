@@ -41,6 +41,11 @@ class SendGate:
                 return self._stops[model]
         return None
 
+    def spent(self, model: str) -> float | None:
+        """USD spent by the model in this run so far (answers with a known price)."""
+        caps = self.caps.get(model)
+        return caps[0].spent if caps else None
+
     def observe(self, model: str, request_id: str, cost: float | None, provider_model: str | None,
                 fingerprint: str | None) -> None:
         """Account one stored answer: add its cost, compare its provenance with what the run saw."""

@@ -109,6 +109,11 @@ class ModelLimiter:
     def stopped(self) -> str | None:
         return self.key.policy.stopped.get(self.model)
 
+    @property
+    def pace(self) -> float | None:
+        """The key's current pace in requests/s (declared or learned; None: unpaced)."""
+        return self.key.policy.rate
+
     def slot(self, estimated_tokens: int):
         return self.key.slot(self.model, estimated_tokens)
 

@@ -17,6 +17,14 @@ from rich.live import Live
 from rich.table import Table
 
 WINDOW_S = 30.0  # answers/s over the last half minute: recent enough to track a change of pace
+EVERY_S = 10.0
+
+
+def progress_every_s() -> float:
+    """Seconds between progress lines when stderr is not a terminal ($FAIRSWEEP_PROGRESS_S, checked by
+    the config's env knobs)."""
+    from ..config import env_int
+    return float(env_int("FAIRSWEEP_PROGRESS_S") or EVERY_S)
 
 
 @dataclass
@@ -86,7 +94,7 @@ class ProgressReporter:
     `totals`: model -> (planned, done before this session); `spend(model)`: USD so far or None."""
 
     def __init__(self, queues, totals: dict[str, tuple[int, int]], *, enabled: bool = True, spend=None,
-                 every_s: float = 10.0, stream=None):
+                 every_s: float = EVERY_S, stream=None):
         self.console = Console(file=stream or sys.stderr)
         self.mode = "off" if not (enabled and queues) else ("live" if self.console.is_terminal else "lines")
         self.every_s = every_s

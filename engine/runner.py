@@ -14,9 +14,11 @@ from ..records import Prompt, WorkItem
 from ..storage.cache import serve_from_cache
 from ..storage.checkpoint import answered_count, plan_requests, register_run, remaining
 from ..storage.db import open_db
+from ..storage.live import LiveServer
 from ..storage.writer import BatchWriter
 from .executors import SweepJob, select_executor
 from .gate import build_gate
+from .limit_policy import BreakerSettings
 from .outcome import ModelOutcome, RunOutcome
 from .scheduler import OutputCheck, RetryPolicy
 from .work import plan_items
@@ -44,6 +46,7 @@ def run_sweep(config: SweepConfig, prompts: list[Prompt], *, command: str, specs
     for spec in specs:
         preflight(spec)  # e.g. native code that cannot run here: stop before the DB is touched
     conn = open_db(config.db)
+    live = LiveServer(conn, config.db).start()  # other commands read this DB through this process
     try:
         session_id = register_run(conn, config, command)
         planned = plan_work(config, prompts, specs)
@@ -58,7 +61,9 @@ def run_sweep(config: SweepConfig, prompts: list[Prompt], *, command: str, specs
         gate = build_gate(conn, config, specs, writer)
         totals = {o.name: (o.planned, o.already_done + o.cached) for o in outcomes}
         try:
-            sent = executor.execute(SweepJob(specs, todo, writer, session_id, policy, progress, check, gate, totals))
+            breaker = BreakerSettings(config.breaker_failures, float(config.breaker_seconds))
+            sent = executor.execute(SweepJob(specs, todo, writer, session_id, policy, progress, check, gate, totals,
+                                             breaker))
         finally:
             writer.close()
         for outcome in outcomes:
@@ -66,4 +71,5 @@ def run_sweep(config: SweepConfig, prompts: list[Prompt], *, command: str, specs
                 outcome.add(sent.models[outcome.name])
         return RunOutcome(config.run, config.db, outcomes, sent.interrupted, warnings=list(gate.drift_warnings))
     finally:
+        live.close()
         conn.close()

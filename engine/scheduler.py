@@ -190,7 +190,7 @@ class Scheduler:
         elif isinstance(failure, AuthError):
             raise ModelStopped(limiter.stop(failure.message)) from failure
         elif isinstance(failure, ConfigurationError):
-            if reason := limiter.on_config_failure(failure.message):
+            if reason := limiter.on_config_failure(f"{failure.error_class}: {failure.message}"):
                 raise ModelStopped(reason) from failure
         elif failure.endpoint:
             if reason := limiter.on_endpoint_failure(failure.message):

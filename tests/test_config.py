@@ -216,3 +216,16 @@ def test_the_readme_reference_is_the_schema():
         for key, info in schema.__pydantic_fields__.items():
             assert info.description, f"{schema.__name__}.{key} has no description"
             assert f"| `{key}` |" in render()
+
+
+def test_entries_sharing_a_limit_key_must_agree_on_its_limits():
+    """One limiter per provider key: conflicting limits would apply in whichever order the entries came."""
+    base = {"model": "openai/gpt-4o-mini", "limit_key": "openai-main", "rpm": 500, "max_concurrency": 8}
+    same = parse_config({"models": [{**base, "name": "a"}, {**base, "name": "b", "temperature": 0.7}]}, "c.toml")
+    assert [m.limiter_key() for m in same.models] == ["openai-main", "openai-main"]
+    with pytest.raises(ConfigError) as refused:
+        parse_config({"models": [{**base, "name": "a"}],
+                      "judges": [{**base, "name": "j", "max_tokens": 512, "rpm": 100}]}, "c.toml")
+    message = str(refused.value)
+    assert '[[judges]] #1 "j": shares limit_key "openai-main" with [[models]] #1 "a" but sets rpm 100, not 500' \
+        in message and "\n" not in message

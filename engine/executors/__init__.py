@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from ...errors import MissingDependencyError
+from ..limit_policy import BreakerSettings
 
 if TYPE_CHECKING:
     from ...config import ModelSpec, SweepConfig
@@ -34,6 +35,7 @@ class SweepJob:
     check: OutputCheck | None = None
     gate: SendGate | None = None  # spend caps and drift, consulted before each send
     totals: dict[str, tuple[int, int]] = field(default_factory=dict)  # model -> (planned, done before)
+    breaker: BreakerSettings = field(default_factory=BreakerSettings)  # when a dead endpoint stops its model
 
 
 class Executor(Protocol):

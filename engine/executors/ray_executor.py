@@ -24,7 +24,7 @@ from ...config import ModelSpec, env_int
 from ...errors import ConfigError, FairsweepError
 from ...providers.registry import make_provider
 from ..outcome import SessionCounts
-from ..progress import ProgressReporter
+from ..progress import ProgressReporter, progress_every_s
 from ..scheduler import OutputCheck, RetryPolicy
 from . import SweepJob
 from .dispatch import ShardBook
@@ -97,7 +97,8 @@ class WorkerPool:
     async def start(self) -> None:
         for spec in self.job.specs:  # the first spec naming a key declares its limits, as locally
             if spec.limiter_key() not in self.limiters:
-                self.limiters[spec.limiter_key()] = RemoteLimiter.remote(spec.rpm, spec.tpm, spec.max_concurrency)
+                self.limiters[spec.limiter_key()] = RemoteLimiter.remote(spec.rpm, spec.tpm, spec.max_concurrency,
+                                                                         self.job.breaker)
         self.workers = [self._spawn(i, 0) for i in range(self.size)]
         self.pids[:] = await asyncio.gather(*(w.actor.pid.remote() for w in self.workers))
 
@@ -213,7 +214,8 @@ class RayExecutor:
         try:
             await pool.start()
             self.stats["startup_s"] = time.perf_counter() - started
-            async with ProgressReporter(list(book.tallies.values()), job.totals, enabled=job.progress):
+            async with ProgressReporter(list(book.tallies.values()), job.totals, enabled=job.progress,
+                                        spend=job.gate and job.gate.spent, every_s=progress_every_s()):
                 await self._run_lanes(book, pool)
         finally:
             self.stats.update(workers=pool.size, shards=dict(book.shards_done), requeued=book.requeued,

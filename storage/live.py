@@ -1,0 +1,226 @@
+"""Live reads: while `fairsweep run` writes a DB, every other fairsweep command reads it through the run.
+
+DuckDB admits one writing process, and no other process may open the file while it writes (not even
+read-only). So the writing process serves reads itself: a Unix-domain socket beside the DB (mode 0600,
+never TCP), one thread per connection, each query on a cursor of its own (a consistent snapshot of what
+is committed) under the same read-only guard as `fairsweep query`, rows streamed back in chunks. The
+client side is `LiveConnection`, the subset of the DuckDB connection API fairsweep's read paths use;
+`storage.db.open_db(..., read_only=True)` returns one when the file is locked by a live writer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import pickle
+import socket
+import socketserver
+import struct
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from ..errors import DatabaseError, QueryError
+from .readonly import check_query
+
+CHUNK_ROWS = 2048
+_HEADER = struct.Struct("!I")
+MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes on Linux, 104 on macOS
+
+
+def socket_path(db: str | Path) -> Path:
+    """Where the run writing `db` listens: a hidden file beside the DB, or (for a path too long for a
+    socket) a per-user directory of the temp dir, named by the DB's path."""
+    db = Path(db).resolve()
+    beside = db.with_name(f".{db.name}.live")
+    if len(os.fsencode(beside)) <= MAX_SOCKET_PATH:
+        return beside
+    digest = hashlib.sha256(os.fsencode(db)).hexdigest()[:24]
+    return Path(tempfile.gettempdir()) / f"fairsweep-{os.getuid()}" / f"{digest}.live"
+
+
+# ---------------------------------------------------------------------------------------- framing
+
+def _send(sock: socket.socket, payload: bytes) -> None:
+    sock.sendall(_HEADER.pack(len(payload)) + payload)
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    parts, left = [], n
+    while left:
+        part = sock.recv(min(left, 1 << 20))
+        if not part:
+            raise ConnectionError("the live run closed the connection")
+        parts.append(part)
+        left -= len(part)
+    return b"".join(parts)
+
+
+def _recv(sock: socket.socket) -> bytes:
+    (length,) = _HEADER.unpack(_recv_exact(sock, _HEADER.size))
+    return _recv_exact(sock, length)
+
+
+# ----------------------------------------------------------------------------------------- server
+
+class _Handler(socketserver.BaseRequestHandler):
+    def handle(self) -> None:
+        try:
+            request = json.loads(_recv(self.request))
+        except (ConnectionError, ValueError):
+            return
+        cursor = self.server.conn.cursor()  # type: ignore[attr-defined]
+        # No replacement scans: a table name must never resolve to a Python object of this process.
+        cursor.execute("SET python_enable_replacements = false")
+        try:
+            self._answer(cursor, request.get("sql", ""), request.get("params"))
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the reader went away
+        finally:
+            cursor.close()
+
+    def _answer(self, cursor: duckdb.DuckDBPyConnection, sql: str, params: Any) -> None:
+        try:
+            check_query(sql, cursor)
+            result = cursor.execute(sql, params) if params is not None else cursor.execute(sql)
+            description = result.description
+        except (QueryError, duckdb.Error) as exc:
+            _send(self.request, pickle.dumps({"error": str(exc).strip().splitlines()[0] if str(exc) else
+                                              type(exc).__name__, "kind": type(exc).__name__}))
+            return
+        plain = [(d[0], str(d[1]), *d[2:]) for d in description] if description else None  # types as SQL names
+        _send(self.request, pickle.dumps({"description": plain}))
+        while rows := (result.fetchmany(CHUNK_ROWS) if description else []):
+            _send(self.request, pickle.dumps(rows))
+        _send(self.request, pickle.dumps(None))
+
+
+class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+
+
+class LiveServer:
+    """Serves read-only queries on `conn`'s database from a background thread, until closed."""
+
+    def __init__(self, conn: duckdb.DuckDBPyConnection, db: str | Path):
+        self.path = socket_path(db)
+        self._conn = conn
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> "LiveServer":
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()  # left by a killed run: this process holds the DB lock, so it is stale
+        old_mask = os.umask(0o177)  # the socket is created 0600: only this user can connect
+        try:
+            self._server = _Server(str(self.path), _Handler)
+        finally:
+            os.umask(old_mask)
+        self._server.conn = self._conn  # type: ignore[attr-defined]
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.2},
+                                        name="fairsweep-live-reads", daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        if self._server is None:
+            return
+        self._server.shutdown()
+        self._server.server_close()
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+        self._server = None
+
+    def __enter__(self) -> "LiveServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+# ----------------------------------------------------------------------------------------- client
+
+class LiveResult:
+    """The rows of one query, fetched in full (fetchall/fetchone/fetchmany, description)."""
+
+    def __init__(self, description, rows: list[tuple]):
+        self.description = description
+        self._rows = rows
+        self._at = 0
+
+    def fetchall(self) -> list[tuple]:
+        rows, self._at = self._rows[self._at:], len(self._rows)
+        return rows
+
+    def fetchone(self) -> tuple | None:
+        if self._at >= len(self._rows):
+            return None
+        self._at += 1
+        return self._rows[self._at - 1]
+
+    def fetchmany(self, size: int = 1) -> list[tuple]:
+        rows = self._rows[self._at:self._at + size]
+        self._at += len(rows)
+        return rows
+
+
+class LiveConnection:
+    """Reads a DB through the run that is writing it (see the module docstring)."""
+
+    live = True
+
+    def __init__(self, path: Path, db: str | Path):
+        self.path, self.db = path, db
+
+    def execute(self, sql: str, params: Any = None) -> LiveResult:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            try:
+                sock.connect(str(self.path))
+                _send(sock, json.dumps({"sql": sql, "params": params}, default=str).encode())
+                head = pickle.loads(_recv(sock))
+                rows: list[tuple] = []
+                while "error" not in head and (chunk := pickle.loads(_recv(sock))) is not None:
+                    rows.extend(chunk)
+            except OSError as exc:  # refused, reset, closed: the run ended or died meanwhile
+                raise DatabaseError(f"database {self.db} is being written by a fairsweep run that stopped answering "
+                                    f"({type(exc).__name__}): wait for it to finish, or run the command again") from None
+        if "error" in head:
+            raise _read_error(head)
+        return LiveResult(head["description"], rows)
+
+    def cursor(self) -> "LiveConnection":
+        return self
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> "LiveConnection":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+
+def _read_error(head: dict) -> Exception:
+    if head.get("kind") == "QueryError":
+        return QueryError(head["error"])
+    return duckdb.Error(head["error"])
+
+
+def connect_live(db: str | Path) -> LiveConnection | None:
+    """A connection through the live run writing `db`, or None when no run answers for it."""
+    path = socket_path(db)
+    if not path.exists():
+        return None
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(str(path))
+        except OSError:
+            return None
+    return LiveConnection(path, db)

@@ -1,0 +1,100 @@
+"""Live reads: while `fairsweep run` writes its DB, `status`, `query`, `report`, `export` and `plan` from
+other processes read what is committed so far, through the run, under `query`'s read-only rules."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import stat
+import subprocess
+import time
+from pathlib import Path
+
+from helpers import fairsweep_cmd, rows, wait_for_ok
+from fairsweep.storage.live import socket_path
+
+
+def write_config(path: Path, db: Path, base_url: str, run: str = "live", **model) -> Path:
+    fields = {"name": "sim", "model": "sim-model", "api_base": base_url, "max_concurrency": 4, "timeout_s": 5,
+              **model}
+    lines = [f'db = "{db}"', f'run = "{run}"', 'benchmarks = ["mrni"]', "flush_ms = 100", "", "[[models]]"]
+    path.write_text("\n".join(lines + [f"{k} = {json.dumps(v)}" for k, v in fields.items()]) + "\n")
+    return path
+
+
+def fairsweep(*args: str, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run(fairsweep_cmd(*args), env=env, capture_output=True, text=True, timeout=120)
+
+
+def answered(config: Path, env: dict) -> int:
+    done = fairsweep("query", "--config", str(config), "--format", "json",
+                     "SELECT count(*) AS n FROM results WHERE status = 'ok'", env=env)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)[0]["n"]
+
+
+def test_a_run_is_read_while_it_writes_and_ends_complete(sim, tmp_path, mrni_dir):
+    server = sim("--latency-ms", "20")
+    db = tmp_path / "live.duckdb"
+    beside = tmp_path / "beside.csv"
+    beside.write_text("keep me\n")
+    config = write_config(tmp_path / "c.toml", db, server.base_url, rpm=1500)  # 240 prompts: ~10 s
+    env = {**os.environ, "FAIRSWEEP_MRNI_DIR": str(mrni_dir)}
+    run = subprocess.Popen(fairsweep_cmd("run", "--config", str(config), "--limit", "240", "--no-progress"),
+                           env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for_ok(server, 20)
+        first = answered(config, env)
+        status = fairsweep("status", "--config", str(config), env=env)
+        assert status.returncode == 0 and "sim" in status.stdout and "/ 240" in status.stdout, status.stderr
+        report = fairsweep("report", "--config", str(config), "--bench", "mrni", "--format", "csv", "--out",
+                           str(tmp_path / "report"), env=env)
+        assert report.returncode == 0, report.stderr
+        exported = fairsweep("export", "--config", str(config), "--out", str(tmp_path / "export"), "--format", "csv",
+                             env=env)
+        assert exported.returncode == 0, exported.stderr
+        with open(tmp_path / "export" / "results.csv", newline="") as fh:
+            assert 0 < len(list(csv.DictReader(fh))) == 240  # every planned request, answered or pending
+        plan = fairsweep("plan", "--config", str(config), "--limit", "240", env=env)
+        assert plan.returncode == 0 and "sim" in plan.stdout, plan.stderr
+        refused = fairsweep("query", "--config", str(config), f"COPY (SELECT 42) TO '{beside}'", env=env)
+        assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "COPY" in refused.stderr
+        time.sleep(1.0)
+        second = answered(config, env)
+        assert 0 < first < second, (first, second)
+        assert run.poll() is None, "the run should still be going"
+        path = socket_path(db)
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600 and stat.S_ISSOCK(os.stat(path).st_mode)
+    finally:
+        _, err = run.communicate(timeout=120)
+    assert run.returncode == 0, err
+    assert beside.read_text() == "keep me\n"
+    assert rows(str(db), "SELECT count(*) FROM results WHERE status = 'ok'") == [(240,)]
+    assert not socket_path(db).exists(), "the socket goes with the run"
+
+
+def test_without_a_live_run_a_locked_db_says_so_and_a_stale_socket_is_ignored(tmp_path):
+    """A socket left by a killed run answers nothing: reads open the file as usual."""
+    db = tmp_path / "r.duckdb"
+    path = socket_path(db)
+    import duckdb
+    duckdb.connect(str(db)).close()
+    path.write_text("")  # a stale leftover, not a socket
+    done = subprocess.run(fairsweep_cmd("query", "--db", str(db), "SELECT 1 AS one", "--format", "json"),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and json.loads(done.stdout) == [{"one": 1}], done.stderr
+
+
+def test_without_a_terminal_progress_is_a_line_per_model_every_few_seconds(sim, tmp_path, mrni_dir):
+    server = sim("--latency-ms", "10")
+    config = write_config(tmp_path / "c.toml", tmp_path / "p.duckdb", server.base_url, rpm=1200)  # 60: ~3 s
+    env = {**os.environ, "FAIRSWEEP_MRNI_DIR": str(mrni_dir), "FAIRSWEEP_PROGRESS_S": "1"}
+    done = subprocess.run(fairsweep_cmd("run", "--config", str(config), "--limit", "60"), env=env,
+                          capture_output=True, text=True, timeout=120)  # stderr is a pipe here, not a terminal
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stderr.splitlines() if "] sim: " in line]
+    assert len(lines) >= 3, done.stderr
+    assert all("stored" in line and "ETA" in line and "pace 19.80/s" in line and "429s 0" in line for line in lines)
+    assert lines[-1].split("] sim: ")[1].startswith("60/60 stored")
+    assert "\x1b[" not in done.stderr.split("scored")[0].split("run live")[0]  # no bars, no escape codes

@@ -122,6 +122,8 @@ class SweepConfig:
     gama_scenarios: optional(text("a file or folder path"), "a file or folder path, or leave the key out") = Field(
         None, description="a scenario JSONL file (or folder) in the schema instead of the bundled set")
     strict_drift: Flag = Field(False, description="a changed provider model/fingerprint on resume is an error")
+    journal_fsync: Flag = Field(False, description="fsync every journaled answer: survives a power cut, not only a "
+                                                   "killed process, at one disk flush per row")
     breaker_failures: integer("an integer from 1 to 100000", ge=1, le=100_000) = Field(
         20, description="stop a model after this many attempts in a row reached no endpoint (refused, DNS, TLS, "
                         "timeouts)...")

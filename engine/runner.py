@@ -14,6 +14,7 @@ from ..records import Prompt, WorkItem
 from ..storage.cache import serve_from_cache
 from ..storage.checkpoint import answered_count, plan_requests, register_run, remaining
 from ..storage.db import open_db
+from ..storage.journal import Journal
 from ..storage.live import LiveServer
 from ..storage.writer import BatchWriter
 from .executors import SweepJob, select_executor
@@ -57,7 +58,8 @@ def run_sweep(config: SweepConfig, prompts: list[Prompt], *, command: str, specs
         for outcome in outcomes:  # identical deterministic requests already answered in this DB: never re-sent
             still = serve_from_cache(conn, todo[outcome.name], session_id)
             outcome.cached, todo[outcome.name] = len(todo[outcome.name]) - len(still), still
-        writer = BatchWriter(conn, flush_rows=config.flush_rows, flush_ms=config.flush_ms)
+        writer = BatchWriter(conn, flush_rows=config.flush_rows, flush_ms=config.flush_ms,
+                             journal=Journal(config.db, fsync=config.journal_fsync))
         gate = build_gate(conn, config, specs, writer)
         totals = {o.name: (o.planned, o.already_done + o.cached) for o in outcomes}
         try:

@@ -279,7 +279,7 @@ class SimState:
         self.rate_limited = 0
         self.faults = dict.fromkeys(FAULT_KINDS, 0)
         self.errors = dict.fromkeys(ERROR_STATUSES, 0)
-        self.per_prompt: dict[str, list[int]] = {}  # fp -> [received, ok]
+        self.per_prompt: dict[str, list] = {}  # fp -> [received, ok, wall time of the last ok answer]
         self.received_by_second: dict[int, int] = {}
         self.admitted_by_second: dict[int, int] = {}
         self.max_in_flight = self.in_flight
@@ -292,7 +292,7 @@ class SimState:
             "rate_limited": self.rate_limited,
             "faults": dict(self.faults),
             "errors": dict(self.errors),
-            "per_prompt": {fp: {"received": r, "ok": o} for fp, (r, o) in self.per_prompt.items()},
+            "per_prompt": {fp: {"received": r, "ok": o, "last_ok_at": t} for fp, (r, o, t) in self.per_prompt.items()},
             "received_by_second": dict(self.received_by_second),
             "admitted_by_second": dict(self.admitted_by_second),
             "max_in_flight": self.max_in_flight,
@@ -468,7 +468,7 @@ class _Job:
     model: str
     prompt_tokens: int
     max_tokens: int | None
-    prompt_counts: list[int]  # this prompt's [received, ok] stats cell
+    prompt_counts: list  # this prompt's [received, ok, last ok time] stats cell
 
 
 async def _validate(request: web.Request, state: SimState) -> _Job:
@@ -478,7 +478,7 @@ async def _validate(request: web.Request, state: SimState) -> _Job:
     fp = prompt_fingerprint(messages)
     prompt_counts = state.per_prompt.get(fp)
     if prompt_counts is None:
-        prompt_counts = state.per_prompt[fp] = [0, 0]
+        prompt_counts = state.per_prompt[fp] = [0, 0, None]
     prompt_counts[0] += 1
     model = body.get("model") or DEFAULT_MODEL
     prompt_tokens = estimate_tokens(_messages_text(messages))
@@ -542,6 +542,7 @@ async def _answer(request: web.Request, state: SimState, job: _Job, fault: str |
     if transport is not None and not transport.is_closing():  # a hung client may be gone
         state.ok += 1
         job.prompt_counts[1] += 1
+        job.prompt_counts[2] = time.time()
     return _json_response(payload, headers=headers)
 
 

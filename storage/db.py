@@ -8,6 +8,7 @@ from pathlib import Path
 import duckdb
 
 from ..errors import DatabaseError
+from .journal import replay
 from .migrations import apply_migrations
 
 
@@ -34,6 +35,7 @@ def open_db(path: str | Path, *, read_only: bool = False, config: dict | None = 
     if not read_only:
         apply_migrations(conn)
         refresh_views(conn)
+        replay(conn, path)  # answers a killed run had received but not committed
     return conn
 
 

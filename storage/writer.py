@@ -13,29 +13,23 @@ from typing import NamedTuple
 import duckdb
 
 from ..records import AttemptRow, DriftRow, ResponseRow
+from .bulk import TABLES, insert_rows
+from .journal import Journal
 from .tx import transaction
 
 ATTEMPT_COLUMNS = AttemptRow._fields
 RESPONSE_COLUMNS = ResponseRow._fields
 DRIFT_COLUMNS = DriftRow._fields
-# Row type -> table, in commit order: attempts first, so a response never lands without its attempt.
-TABLES: dict[type, str] = {AttemptRow: "attempts", ResponseRow: "responses", DriftRow: "drift_events"}
-
-
-def insert_rows(conn: duckdb.DuckDBPyConnection, table: str, columns: tuple[str, ...], rows: list[tuple]) -> None:
-    """Idempotent bulk insert: one UNNEST per column is ~100x faster than executemany in DuckDB."""
-    if not rows:
-        return
-    select = ", ".join(f"unnest(${i + 1})" for i in range(len(columns)))
-    conn.execute(f"INSERT OR IGNORE INTO {table} ({', '.join(columns)}) SELECT {select}",
-                 [list(col) for col in zip(*rows)])
+__all__ = ["BatchWriter", "insert_rows", "TABLES", "ATTEMPT_COLUMNS", "RESPONSE_COLUMNS", "DRIFT_COLUMNS"]
 
 
 class BatchWriter:
     """Thread-backed batched writer with a row and a time flush window."""
 
-    def __init__(self, conn: duckdb.DuckDBPyConnection, *, flush_rows: int = 512, flush_ms: int = 200):
+    def __init__(self, conn: duckdb.DuckDBPyConnection, *, flush_rows: int = 512, flush_ms: int = 200,
+                 journal: Journal | None = None):
         self._conn = conn.cursor()  # its own connection to the same database, for this thread
+        self._journal = journal  # each row on disk as it arrives (storage/journal.py); None: batches only
         self._flush_rows = flush_rows
         self._flush_s = flush_ms / 1000
         self._pending: dict[type, list[NamedTuple]] = {t: [] for t in TABLES}
@@ -53,6 +47,8 @@ class BatchWriter:
         if self._error:
             raise RuntimeError(f"the result writer failed: {self._error}") from self._error
         with self._cond:
+            if self._journal is not None:
+                self._journal.append(row)  # a plain write: kept by the OS if this process dies now
             self._pending[type(row)].append(row)
             self._count += 1
             self._submitted_seq += 1
@@ -91,17 +87,22 @@ class BatchWriter:
                 self._pending = {t: [] for t in TABLES}
                 self._count = 0
                 closing = self._closing
+                sealed = self._journal.seal() if self._journal is not None and any(batch.values()) else None
             try:
                 self._write(batch)
             except BaseException as exc:  # surfaced to the event loop on its next add/flush
                 with self._cond:
                     self._error = exc
                     self._cond.notify_all()
-                return
+                return  # the sealed segment stays: the next open of the DB replays it
+            if sealed is not None:
+                self._journal.committed(sealed)
             with self._cond:
                 self._flushed_seq = seq
                 self._cond.notify_all()
             if closing:
+                if self._journal is not None:
+                    self._journal.close()
                 return
 
     def _write(self, batch: dict[type, list[NamedTuple]]) -> None:

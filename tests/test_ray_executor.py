@@ -230,3 +230,33 @@ def test_ctrl_c_on_the_driver_commits_what_arrived_and_prints_the_resume_command
     answered = server.stats()["ok"]
     stored = rows(db, "SELECT count(*) FROM responses")[0][0]
     assert answered - 4 <= stored <= answered  # only requests in flight (cluster-wide concurrency 4) are lost
+
+
+def test_a_ray_run_is_read_while_it_writes(ray_cluster, sim, tmp_path, mrni_dir):
+    """The driver owns the DB, so it serves the live reads, as a local run does."""
+    server = sim("--latency-ms", "60")
+    db = str(tmp_path / "live.duckdb")
+    config = write_config(tmp_path / "sweep.toml", db, server.base_url)
+    env = {**os.environ, "FAIRSWEEP_MRNI_DIR": str(mrni_dir), "FAIRSWEEP_RAY_WORKERS": "2"}
+    driver = subprocess.Popen(cli_run(config, ray_cluster, 200), env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)
+
+    def answered() -> int:
+        done = subprocess.run(fairsweep_cmd("query", "--config", str(config), "--format", "csv",
+                                            "SELECT count(*) FROM results WHERE status = 'ok'"),
+                              env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return int(done.stdout.splitlines()[1])
+
+    try:
+        wait_for_ok(server, 20)
+        first = answered()
+        status = subprocess.run(fairsweep_cmd("status", "--config", str(config)), env=env, capture_output=True,
+                                text=True, timeout=60)
+        assert status.returncode == 0 and "/ 200" in status.stdout, status.stderr
+        time.sleep(1.0)
+        assert 0 < first < answered()
+    finally:
+        _, err = driver.communicate(timeout=120)
+    assert driver.returncode == 0, err
+    assert rows(db, "SELECT count(*) FROM results WHERE status = 'ok'") == [(200,)]

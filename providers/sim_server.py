@@ -281,6 +281,7 @@ class SimState:
         self.errors = dict.fromkeys(ERROR_STATUSES, 0)
         self.per_prompt: dict[str, list] = {}  # fp -> [received, ok, wall time of the last ok answer]
         self.received_by_second: dict[int, int] = {}
+        self.first_request_at: float | None = None  # wall time: how long a client took to send its first
         self.admitted_by_second: dict[int, int] = {}
         self.max_in_flight = self.in_flight
 
@@ -294,6 +295,7 @@ class SimState:
             "errors": dict(self.errors),
             "per_prompt": {fp: {"received": r, "ok": o, "last_ok_at": t} for fp, (r, o, t) in self.per_prompt.items()},
             "received_by_second": dict(self.received_by_second),
+            "first_request_at": self.first_request_at,
             "admitted_by_second": dict(self.admitted_by_second),
             "max_in_flight": self.max_in_flight,
         }
@@ -551,6 +553,8 @@ async def _chat_completions(request: web.Request) -> web.StreamResponse:
     state = request.app[STATE_KEY]
     state.requests += 1
     state.counter += 1
+    if state.first_request_at is None:
+        state.first_request_at = time.time()
     second = int(time.time())
     state.received_by_second[second] = state.received_by_second.get(second, 0) + 1
     state.in_flight += 1

@@ -113,3 +113,28 @@ def test_fetch_from_a_local_copy_installs_it_into_the_cache(mrni_dir, tmp_path):
     assert done.returncode == 0, done.stderr
     check = subprocess.run(fairsweep_cmd("data", "verify"), env=env, capture_output=True, text=True, timeout=60)
     assert check.returncode == 0 and "match the pinned commit" in check.stdout
+
+
+def test_files_hashed_once_are_trusted_by_size_and_mtime_until_they_change(mrni_dir, tmp_path, monkeypatch):
+    """A run does not hash 30 files each time; `data verify` still does, and any change is hashed again."""
+    import fairsweep.benchmarks.mrni.data as data
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    copy = tmp_path / "mrni"
+    shutil.copytree(mrni_dir, copy)
+    hashed = []
+    real = data.sha256_file
+    monkeypatch.setattr(data, "sha256_file", lambda path: hashed.append(path) or real(path))
+    data.require_verified(copy)
+    assert len(hashed) == len(data.pinned()["sha256"])
+    hashed.clear()
+    data.require_verified(copy)
+    assert hashed == []
+    assert data.verify(copy) == [] and len(hashed) == len(data.pinned()["sha256"])  # explicit: always hashes
+    hashed.clear()
+    edited = copy / "MRNI_items" / "MRNI_EN.tsv"
+    edited.chmod(0o644)
+    edited.write_text(edited.read_text(encoding="utf-8").replace("Men should", "Women should", 1), encoding="utf-8")
+    with pytest.raises(DataError, match="MRNI_EN.tsv: checksum mismatch"):
+        data.require_verified(copy)
+    assert hashed == [edited]

@@ -436,25 +436,6 @@ def write_outputs(build: BuildResult, config: SweepConfig, out: Path) -> dict[st
 
 # --------------------------------------------------------------------------- CLI verbs
 
-def add_verbs(verb) -> None:
-    """`gama build` and `gama import-screening` (verb = gama cli's helper: name, help, handler -> parser)."""
-    p = verb("build", "construction pipeline: seeds -> generate -> cross-model review -> rewrite -> "
-                      "near-duplicate removal -> screening export -> scenarios.jsonl (resumable)", cmd_build)
-    p.add_argument("--per-cell", type=int, default=1, help="condition seeds per cell (default 1; the paper's "
-                   "set has 14-15 scenarios per cell after filtering)")
-    p.add_argument("--cells", help="only cells matching these comma-separated globs over "
-                   "track/dimension/severity/style, e.g. 'intimate/financial_control/*/*,*/L3/plain'")
-    p.add_argument("--similarity", choices=("embedding", "tfidf"), default="embedding",
-                   help="near-duplicate measure: SmolLM2 embeddings (default) or TF-IDF (no model)")
-    p.add_argument("--out", required=True, help="output folder: scenarios.jsonl, screening.csv, build_log.jsonl")
-    p.add_argument("--no-progress", action="store_true", help="no live progress bar")
-    p = verb("import-screening", "apply the verdicts (accept/reject, notes) of a filled-in screening.csv",
-             cmd_import_screening)
-    p.add_argument("file", help="the screening CSV written by `gama build`, verdict and notes filled in")
-    p.add_argument("--scenarios", help="scenario file to update (default: scenarios.jsonl beside FILE)")
-    p.add_argument("--out", help="where to write the result (default: the --scenarios file, updated in place)")
-
-
 def _print_steps(build: BuildResult) -> None:
     for step, run in build.steps.items():
         for _, outcome in run.outcomes:

@@ -6,6 +6,7 @@ Heavy imports (numpy via similarity) happen inside the handlers: registering the
 from __future__ import annotations
 
 import argparse
+import importlib
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
@@ -34,10 +35,49 @@ def register(subparsers, add_common_flags) -> None:
     p = verb("check", "cell counts, neutrality, form, review and plausibility coverage, near-duplicates within "
                       "cells and across the set, formula statistics; exit 1 if a check fails", cmd_check)
     p.add_argument("--scenarios", help=scenarios_help)
-    from .build import add_verbs as add_build_verbs  # build, import-screening: the construction pipeline
     add_build_verbs(verb)
-    from .review_run import add_verb as add_review_verb  # review: any configured model(s) review a set
     add_review_verb(verb)
+
+
+def lazy(target: str):
+    """A handler ("module:function") imported only when its verb runs: registering stays cheap."""
+    def handler(args: argparse.Namespace, argv: list[str]) -> int:
+        module, _, name = target.partition(":")
+        return getattr(importlib.import_module(module), name)(args, argv)
+    return handler
+
+
+def add_build_verbs(verb) -> None:
+    """`gama build` and `gama import-screening` (verb = gama cli's helper: name, help, handler -> parser)."""
+    p = verb("build", "construction pipeline: seeds -> generate -> cross-model review -> rewrite -> "
+                      "near-duplicate removal -> screening export -> scenarios.jsonl (resumable)",
+             lazy("fairsweep.benchmarks.gama.build:cmd_build"))
+    p.add_argument("--per-cell", type=int, default=1, help="condition seeds per cell (default 1; the paper's "
+                   "set has 14-15 scenarios per cell after filtering)")
+    p.add_argument("--cells", help="only cells matching these comma-separated globs over "
+                   "track/dimension/severity/style, e.g. 'intimate/financial_control/*/*,*/L3/plain'")
+    p.add_argument("--similarity", choices=("embedding", "tfidf"), default="embedding",
+                   help="near-duplicate measure: SmolLM2 embeddings (default) or TF-IDF (no model)")
+    p.add_argument("--out", required=True, help="output folder: scenarios.jsonl, screening.csv, build_log.jsonl")
+    p.add_argument("--no-progress", action="store_true", help="no live progress bar")
+    p = verb("import-screening", "apply the verdicts (accept/reject, notes) of a filled-in screening.csv",
+             lazy("fairsweep.benchmarks.gama.build:cmd_import_screening"))
+    p.add_argument("file", help="the screening CSV written by `gama build`, verdict and notes filled in")
+    p.add_argument("--scenarios", help="scenario file to update (default: scenarios.jsonl beside FILE)")
+    p.add_argument("--out", help="where to write the result (default: the --scenarios file, updated in place)")
+
+
+def add_review_verb(verb) -> None:
+    """`gama review` (verb = gama cli's helper: name, help, handler -> parser)."""
+    p = verb("review", "review every scenario (realism, neutrality, severity and style fit, plausibility) with "
+                       "the configured model(s) as engine runs (resumable); write the set with review and "
+                       "plausibility filled in", lazy("fairsweep.benchmarks.gama.review_run:cmd_review"))
+    p.add_argument("--scenarios", help="scenario file in the schema (default: the config's gama_scenarios, else "
+                   "the bundled set)")
+    p.add_argument("--out", required=True, help="output JSONL file: the scenarios with review and plausibility")
+    p.add_argument("--reviewer", action="append", help="only this reviewer (repeatable; default: every [[judges]] "
+                   "entry, else every [[models]] entry)")
+    p.add_argument("--no-progress", action="store_true", help="no live progress bar")
 
 
 def _scenario_source(args: argparse.Namespace) -> str | None:

@@ -168,19 +168,6 @@ def write_disagreements(rows: list[tuple], path: Path) -> Path:
 
 # --------------------------------------------------------------------------- CLI verb
 
-def add_verb(verb) -> None:
-    """`gama review` (verb = gama cli's helper: name, help, handler -> parser)."""
-    p = verb("review", "review every scenario (realism, neutrality, severity and style fit, plausibility) with "
-                       "the configured model(s) as engine runs (resumable); write the set with review and "
-                       "plausibility filled in", cmd_review)
-    p.add_argument("--scenarios", help="scenario file in the schema (default: the config's gama_scenarios, else "
-                   "the bundled set)")
-    p.add_argument("--out", required=True, help="output JSONL file: the scenarios with review and plausibility")
-    p.add_argument("--reviewer", action="append", help="only this reviewer (repeatable; default: every [[judges]] "
-                   "entry, else every [[models]] entry)")
-    p.add_argument("--no-progress", action="store_true", help="no live progress bar")
-
-
 def _print_summary(summary: ReviewSummary, run: StepRun, out: Path, disagreements: Path | None) -> None:
     for _, outcome in run.outcomes:
         for m in outcome.models:

@@ -68,23 +68,61 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _damaged(data_dir: Path) -> dict[str, str]:
-    """rel -> "missing" | "checksum mismatch" for every pinned file that is not as released."""
-    damaged = {}
+def _damaged(data_dir: Path, trust_cache: bool = False) -> dict[str, str]:
+    """rel -> "missing" | "checksum mismatch" for every pinned file that is not as released. With
+    `trust_cache`, a file whose path, size and modification time match a copy already hashed here is not
+    hashed again (`fairsweep data verify` always hashes)."""
+    damaged, seen = {}, _verified_cache() if trust_cache else {}
+    fresh = dict(seen)
     for rel, expected in sorted(pinned()["sha256"].items()):
         path = data_dir / rel
         if not path.is_file():
             damaged[rel] = "missing"
-        elif sha256_file(path) != expected:
+            continue
+        stamp = _stamp(path)
+        if seen.get(stamp) == expected:
+            continue
+        if sha256_file(path) != expected:
             damaged[rel] = "checksum mismatch"
+        else:
+            fresh[stamp] = expected
+    if trust_cache and fresh != seen:
+        _save_verified(fresh)
     return damaged
 
 
-def verify(data_dir: Path) -> list[str]:
+def _stamp(path: Path) -> str:
+    st = path.stat()
+    return f"{path.resolve()}:{st.st_size}:{st.st_mtime_ns}"
+
+
+def _verified_file() -> Path:
+    return cache_dir().parent / "verified.json"
+
+
+def _verified_cache() -> dict[str, str]:
+    try:
+        return json.loads(_verified_file().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def _save_verified(entries: dict[str, str]) -> None:
+    path = _verified_file()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(entries), encoding="utf-8")
+        tmp.replace(path)
+    except OSError:
+        pass  # no cache: the next run hashes again
+
+
+def verify(data_dir: Path, trust_cache: bool = False) -> list[str]:
     """Problems with the files in data_dir, each naming the file and, when it can be found, the line
     (e.g. "EN/x.tsv: checksum mismatch; line 12: 7 of 11 fields (truncated, or a tab removed)");
     empty when all are right."""
-    damaged = _damaged(data_dir)
+    damaged = _damaged(data_dir, trust_cache)
     problems = []
     for rel, what in damaged.items():
         if what == "missing":
@@ -96,8 +134,9 @@ def verify(data_dir: Path) -> list[str]:
 
 
 def require_verified(data_dir: Path) -> None:
-    """Refuse data that is not the pinned release, naming the first damaged file and line."""
-    problems = verify(data_dir)
+    """Refuse data that is not the pinned release, naming the first damaged file and line (files already
+    hashed here and unchanged since, by size and modification time, are not hashed again)."""
+    problems = verify(data_dir, trust_cache=True)
     if problems:
         more = f" (and {len(problems) - 1} more: `fairsweep data verify` lists them)" if len(problems) > 1 else ""
         raise DataError(f"MRNI-BB data in {data_dir} is not the pinned release: {problems[0]}{more}: "

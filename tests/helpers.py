@@ -57,7 +57,10 @@ def wait_for_ok(server: SimServerProcess, n: int, timeout: float = 60) -> None:
 
 
 def stored_fingerprints(db: str) -> set[str]:
-    """The sim server's fingerprints of every prompt with a stored response."""
+    """The sim server's fingerprints of every prompt with a stored response, counting the answers a killed
+    process had journaled (a read-write open replays them, as the next run would)."""
+    from fairsweep.storage.db import open_db
+    open_db(db).close()
     messages = rows(db, "SELECT p.messages FROM responses s JOIN requests r USING (request_id) "
                         "JOIN prompts p USING (benchmark, prompt_key, prompt_hash)")
     return {prompt_fingerprint(json.loads(m[0])) for m in messages}

@@ -50,21 +50,43 @@ def _conflict_message(config: SweepConfig, stored: dict, new: dict) -> str:
             f"pass --run NEW_NAME to start a new run, or restore that run's settings to resume it")
 
 
+PLAN_CHUNK = 1000  # rows per insert: bounds the memory of planning a large sweep
+
+
 def plan_requests(conn: duckdb.DuckDBPyConnection, items: list[WorkItem]) -> None:
-    """Record prompts and planned requests (idempotent)."""
+    """Record prompts and planned requests (idempotent). Only requests not planned yet are written, in
+    chunks, so a resumed run plans in the time it takes to look its ids up."""
+    new = _unplanned(conn, items)
+    if not new:
+        return
     prompts = {}
-    for item in items:
+    for item in new:
         p = item.prompt
-        prompts[(p.benchmark, p.key, p.prompt_hash)] = (
-            p.benchmark, p.key, p.prompt_hash, canonical_json(list(p.messages)), canonical_json(p.metadata))
+        prompts.setdefault((p.benchmark, p.key, p.prompt_hash), p)
     with transaction(conn):
-        insert_rows(conn, "prompts", ("benchmark", "prompt_key", "prompt_hash", "messages", "metadata"),
-                    list(prompts.values()))
-        insert_rows(conn, "requests",
-                    ("request_id", "run", "model", "benchmark", "prompt_key", "prompt_hash", "sample", "params",
-                     "ordinal", "cache_key"),
-                    [(i.request_id, i.run, i.model, i.prompt.benchmark, i.prompt.key, i.prompt.prompt_hash,
-                      i.sample, canonical_json(i.params), i.ordinal, i.cache_key) for i in items])
+        for chunk in _chunks(list(prompts.values())):
+            insert_rows(conn, "prompts", ("benchmark", "prompt_key", "prompt_hash", "messages", "metadata"),
+                        [(p.benchmark, p.key, p.prompt_hash, canonical_json(list(p.messages)),
+                          canonical_json(p.metadata)) for p in chunk])
+        for chunk in _chunks(new):
+            insert_rows(conn, "requests",
+                        ("request_id", "run", "model", "benchmark", "prompt_key", "prompt_hash", "sample", "params",
+                         "ordinal", "cache_key"),
+                        [(i.request_id, i.run, i.model, i.prompt.benchmark, i.prompt.key, i.prompt.prompt_hash,
+                          i.sample, canonical_json(i.params), i.ordinal, i.cache_key) for i in chunk])
+
+
+def _unplanned(conn: duckdb.DuckDBPyConnection, items: list[WorkItem]) -> list[WorkItem]:
+    if not items:
+        return []
+    known = {row[0] for row in conn.execute(
+        "SELECT request_id FROM requests WHERE request_id IN (SELECT unnest($1))",
+        [[i.request_id for i in items]]).fetchall()}
+    return [i for i in items if i.request_id not in known]
+
+
+def _chunks(rows: list) -> list[list]:
+    return [rows[at:at + PLAN_CHUNK] for at in range(0, len(rows), PLAN_CHUNK)]
 
 
 def remaining(conn: duckdb.DuckDBPyConnection, items: list[WorkItem],

@@ -437,3 +437,13 @@ def test_refusals_do_not_inflate_s_amb(tmp_path):
     assert {lang: (r["s_amb"], r["s_amb_strict"], r["r_rate"]) for lang, r in rows.items()} == \
         {"en": (0.5, 0.75, 0.5), "it": (0.5, 0.75, 0.5)}
     assert report.row_cells(rows["en"])[-2:] == ["+0.500", "+0.750"]
+
+
+def test_the_binomial_test_of_one_half_is_scipys_binomtest():
+    from scipy.stats import binomtest
+
+    from fairsweep.benchmarks.mrni.stats import binomial_p_half
+
+    for n in range(1, 121):
+        for k in range(n + 1):
+            assert binomial_p_half(k, n) == pytest.approx(binomtest(k, n, 0.5).pvalue, rel=1e-9, abs=1e-300), (k, n)

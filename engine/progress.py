@@ -12,9 +12,11 @@ import time
 from collections import deque
 from dataclasses import dataclass
 
-from rich.console import Console
-from rich.live import Live
-from rich.table import Table
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # rich is imported when a reporter is made: not on the way to the first request
+    from rich.live import Live
+    from rich.table import Table
 
 WINDOW_S = 30.0  # answers/s over the last half minute: recent enough to track a change of pace
 EVERY_S = 10.0
@@ -95,6 +97,8 @@ class ProgressReporter:
 
     def __init__(self, queues, totals: dict[str, tuple[int, int]], *, enabled: bool = True, spend=None,
                  every_s: float = EVERY_S, stream=None):
+        from rich.console import Console
+
         self.console = Console(file=stream or sys.stderr)
         self.mode = "off" if not (enabled and queues) else ("live" if self.console.is_terminal else "lines")
         self.every_s = every_s
@@ -105,6 +109,8 @@ class ProgressReporter:
 
     async def __aenter__(self):
         if self.mode == "live":
+            from rich.live import Live
+
             self._live = Live(self._table(), console=self.console, refresh_per_second=2, transient=False)
             self._live.start()
         if self.mode != "off":
@@ -141,6 +147,8 @@ class ProgressReporter:
             print(f"[{stamp}] {line.text()}", file=self.console.file, flush=True)
 
     def _table(self) -> Table:
+        from rich.table import Table
+
         table = Table(box=None, pad_edge=False)
         for col in ("model", "stored / planned", "answers/s", "ETA", "retries", "failed", "429s", "pace", "spent $",
                     "stopped"):

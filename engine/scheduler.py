@@ -9,9 +9,7 @@ import asyncio
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Callable
-
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, wait_random_exponential
+from typing import TYPE_CHECKING, Callable
 
 from ..config import ModelSpec
 from ..providers.base import (AuthError, ChatRequest, ConfigurationError, PermanentError, Provider, ProviderFailure,
@@ -21,6 +19,9 @@ from .attempts import AttemptRecorder, now_utc
 from .gate import SendGate
 from .limiter import ModelStopped
 from .outcome import SendCounts
+
+if TYPE_CHECKING:
+    from tenacity import RetryCallState
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ class Scheduler:
         self.policy = policy
         self.check = check
         self.gate = gate
-        self._backoff = wait_random_exponential(multiplier=policy.backoff_initial_s, max=policy.backoff_max_s)
+        self._backoff = None  # tenacity's wait, made at the first retry: the fast path never imports tenacity
 
     async def run(self) -> None:
         async with asyncio.TaskGroup() as group:
@@ -135,6 +136,11 @@ class Scheduler:
     async def _retry(self, queue: ModelQueue, item: WorkItem, first: ProviderFailure) -> None:
         """The retry loop (tenacity). Attempt 1 replays the fast path's failure so that tenacity
         counts it and waits after it like after any other attempt."""
+        from tenacity import AsyncRetrying, retry_if_exception_type, wait_random_exponential
+
+        if self._backoff is None:
+            self._backoff = wait_random_exponential(multiplier=self.policy.backoff_initial_s,
+                                                    max=self.policy.backoff_max_s)
         transient = [0]
 
         def stop(state: RetryCallState) -> bool:

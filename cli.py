@@ -28,7 +28,7 @@ import sys
 import traceback
 
 from . import __version__
-from .config import SweepConfig, load_config, model_from_flag, with_overrides
+from .config import SweepConfig, load_config, model_from_flag, with_batch, with_overrides
 from .errors import FairsweepError
 
 EXIT_OK, EXIT_INCOMPLETE, EXIT_USER, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -72,6 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--ray-address", help="Ray cluster to join, e.g. HEAD_IP:6379 (implies --executor ray; "
                                            "default: RAY_ADDRESS or a cluster started here with `ray start`)")
     run.add_argument("--dry-run", action="store_true", help="print the plan (requests, tokens, cost, time); send nothing")
+    run.add_argument("--batch", action="store_true", help="send every model (and judge) through its provider's "
+                     "batch API: about half the price, answers within 24 h (same as batch = true on each entry)")
     run.add_argument("--retry-failed", nargs="*", metavar="CLASS",
                      help="send stored final failures again: all of them, or those of these error classes "
                           "(e.g. context_length invalid_output; see `fairsweep status`)")
@@ -84,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--sample", type=int)
     plan.add_argument("--seed", type=int)
     plan.add_argument("--data-dir")
+    plan.add_argument("--batch", action="store_true", help="plan every model in batch mode, as `run --batch`")
 
     status = sub.add_parser("status", help="progress, errors, retries, 429s and tokens per run and model")
     _common(status)
@@ -140,7 +143,8 @@ def resolve_config(args: argparse.Namespace) -> SweepConfig:
         overrides[name] = getattr(args, name, None)
     if overrides["ray_address"] and not overrides["executor"]:
         overrides["executor"] = "ray"
-    return with_overrides(config, **overrides)
+    config = with_overrides(config, **overrides)
+    return with_batch(config) if getattr(args, "batch", False) else config
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,13 +26,15 @@ KNOWN_BENCHMARKS = tuple(BENCHMARKS)
 _MODEL_FIELDS = {
     "name", "model", "api_base", "api_key_env", "rpm", "tpm", "max_concurrency", "temperature",
     "max_tokens", "samples", "timeout_s", "params", "limit_key", "max_cost", "cache",
+    "protocol", "batch",
 }
 _SWEEP_FIELDS = {
     "db", "run", "benchmarks", "models", "judges", "data_dir", "limit", "sample", "seed",
     "flush_rows", "flush_ms", "max_attempts", "max_cost", "executor", "ray_address", "likert_points",
-    "gama_scenarios", "strict_drift",
+    "gama_scenarios", "strict_drift", "batch_poll_s",
 }
 EXECUTORS = ("local", "ray")
+PROTOCOLS = ("openai", "litellm")  # `protocol` on a [[models]] entry whose provider fairsweep does not know
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,9 @@ class ModelSpec:
     limit_key: str | None = None
     max_cost: float | None = None  # USD cap for this model in this run
     cache: bool = True  # serve identical deterministic requests from the response cache
+    # Issue 20: routing and batch mode (neither is part of identity(): they change how, not what, is asked).
+    protocol: str | None = None  # "openai" | "litellm": overrides routing by the model id's provider
+    batch: bool = False  # send this model's requests through the provider's batch API
 
     def generation_params(self) -> dict[str, Any]:
         """The parameters sent with every request; part of each request's identity."""
@@ -92,6 +97,7 @@ class SweepConfig:
     likert_points: int = 7  # scale of the mrni-likert agreement probe
     gama_scenarios: str | None = None  # a scenario file in the schema instead of the bundled set
     strict_drift: bool = False  # a changed provider model/fingerprint on resume is an error
+    batch_poll_s: float = 30.0  # batch mode: first poll interval (backs off while nothing changes)
 
     def identity(self) -> dict[str, Any]:
         """The part a resumed run must keep: models, generation parameters, benchmarks."""
@@ -143,6 +149,10 @@ def _check_model(spec: ModelSpec, where: str) -> None:
         value = getattr(spec, name)
         if value is not None and (not isinstance(value, (int, float)) or value <= 0):
             raise ConfigError(f"{where}: {name} must be a positive number or left out, got {value!r}")
+    if spec.protocol is not None and spec.protocol not in PROTOCOLS:
+        raise ConfigError(f"{where}: protocol must be one of {list(PROTOCOLS)} or left out, got {spec.protocol!r}")
+    if not isinstance(spec.batch, bool):
+        raise ConfigError(f"{where}: batch must be true or false, got {spec.batch!r}")
 
 
 def parse_config(data: dict[str, Any], source: str = "config") -> SweepConfig:
@@ -182,6 +192,9 @@ def validate(config: SweepConfig, source: str = "config") -> None:
         raise ConfigError(f"{source}: use either limit or sample, not both")
     if config.executor not in EXECUTORS:
         raise ConfigError(f"{source}: executor must be one of {list(EXECUTORS)}, got {config.executor!r}")
+    poll = config.batch_poll_s
+    if isinstance(poll, bool) or not isinstance(poll, (int, float)) or not 0 < poll < float("inf"):
+        raise ConfigError(f"{source}: batch_poll_s must be a positive number of seconds, got {poll!r}")
     if not isinstance(config.likert_points, int) or config.likert_points < 3:
         raise ConfigError(f"{source}: likert_points must be an integer >= 3, got {config.likert_points!r}")
 
@@ -212,6 +225,12 @@ def with_overrides(config: SweepConfig, **overrides: Any) -> SweepConfig:
     config = dataclasses.replace(config, **given)
     validate(config, "command line")
     return config
+
+
+def with_batch(config: SweepConfig) -> SweepConfig:
+    """`--batch`: every [[models]] and [[judges]] entry sends through its provider's batch API."""
+    return dataclasses.replace(config, models=tuple(dataclasses.replace(m, batch=True) for m in config.models),
+                               judges=tuple(dataclasses.replace(j, batch=True) for j in config.judges))
 
 
 def model_from_flag(spec: str) -> ModelSpec:

@@ -22,6 +22,7 @@ def register(subparsers, add_common_flags) -> None:
                        "openai/gpt-4o-mini or NAME=MODEL@API_BASE")
     judge.add_argument("--judge-max-tokens", type=int, default=512, help="max_tokens of --judge models (512)")
     judge.add_argument("--no-progress", action="store_true", help="no live progress bar")
+    judge.add_argument("--batch", action="store_true", help="send the judges through their provider's batch API")
     judge.set_defaults(handler=cmd_judge)
 
     validation = subparsers.add_parser("gama-validation", help="GAMA-Bench human validation: export / import")
@@ -45,7 +46,7 @@ def register(subparsers, add_common_flags) -> None:
 def cmd_judge(args: argparse.Namespace, argv: list[str]) -> int:
     from ...cli import EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_OK, resolve_config
     from ..pipeline import score_benchmarks
-    from ...config import model_from_flag, validate
+    from ...config import model_from_flag, validate, with_batch
     from ...console import print_run_summary
     from ...errors import ConfigError
     from .judge import stage
@@ -55,6 +56,7 @@ def cmd_judge(args: argparse.Namespace, argv: list[str]) -> int:
         judges = tuple(dataclasses.replace(model_from_flag(s), max_tokens=args.judge_max_tokens) for s in args.judge)
         config = dataclasses.replace(config, judges=judges)
         validate(config, "command line")
+        config = with_batch(config) if args.batch else config
     if not config.judges:
         raise ConfigError("no judges: add [[judges]] tables to the config or pass --judge MODEL")
     command = "fairsweep " + shlex.join(argv)

@@ -1,4 +1,5 @@
-"""Simulated OpenAI-compatible chat-completions provider (aiohttp.web).
+"""Simulated OpenAI-compatible chat-completions provider (aiohttp.web), which also speaks the Anthropic
+Messages API on /v1/messages (providers/sim_anthropic.py): one server can serve both.
 
 Used by tests, benchmarks and demos: deterministic answers, configurable
 latency and concurrency, fixed-window rate limits with several retry-hint
@@ -49,7 +50,7 @@ __all__ = [
     "serve",
 ]
 
-FAULT_KINDS = ("500", "503", "hang", "reset", "malformed", "truncated", "empty_choices")
+FAULT_KINDS = ("500", "503", "hang", "reset", "malformed", "truncated", "empty_choices", "529")
 RETRY_AFTER_FORMATS = ("seconds", "http-date", "ms", "reset", "none")
 ERROR_STATUSES = ("401", "404", "400")
 DEFAULT_MODEL = "fairsweep-sim"
@@ -153,6 +154,7 @@ class SimConfig:
     fault_malformed: float = 0.0
     fault_truncated: float = 0.0
     fault_empty_choices: float = 0.0
+    fault_529: float = 0.0  # 529 overloaded (Anthropic's answer when it is overloaded)
     hang_s: float = 30.0
     api_key: str | None = None
     models: tuple[str, ...] = ()
@@ -283,6 +285,7 @@ class SimState:
         self.received_by_second: dict[int, int] = {}
         self.admitted_by_second: dict[int, int] = {}
         self.max_in_flight = self.in_flight
+        self.paths: dict[str, int] = {}  # requests received per route (chat completions, messages, batches...)
 
     def snapshot(self) -> dict:
         """Statistics as a JSON-ready dict."""
@@ -296,6 +299,7 @@ class SimState:
             "received_by_second": dict(self.received_by_second),
             "admitted_by_second": dict(self.admitted_by_second),
             "max_in_flight": self.max_in_flight,
+            "paths": dict(self.paths),
         }
 
     def draw_fault(self) -> str | None:
@@ -517,9 +521,9 @@ async def _answer(request: web.Request, state: SimState, job: _Job, fault: str |
     if fault == "500":
         return _json_response(_error_body("The server had an error while processing your request.",
                                           "server_error", "internal_error"), 500, headers)
-    if fault == "503":
+    if fault in ("503", "529"):
         return _json_response(_error_body("The engine is currently overloaded, please try again later.",
-                                          "server_error", "service_unavailable"), 503, headers)
+                                          "server_error", "service_unavailable"), int(fault), headers)
     if fault == "reset":
         _abort_connection(request)
         return web.Response(status=500)  # never reaches the client: the socket is gone
@@ -546,9 +550,15 @@ async def _answer(request: web.Request, state: SimState, job: _Job, fault: str |
 
 
 async def _chat_completions(request: web.Request) -> web.StreamResponse:
-    """POST /v1/chat/completions; max_in_flight counts requests from receipt to response."""
-    state = request.app[STATE_KEY]
+    """POST /v1/chat/completions."""
+    return await counted(request, request.app[STATE_KEY], _process)
+
+
+async def counted(request: web.Request, state: SimState, process) -> web.StreamResponse:
+    """Count one request of either API and run `process(request, state)` under the concurrency gate;
+    max_in_flight counts requests from receipt to response."""
     state.requests += 1
+    state.paths[request.path] = state.paths.get(request.path, 0) + 1
     state.counter += 1
     second = int(time.time())
     state.received_by_second[second] = state.received_by_second.get(second, 0) + 1
@@ -557,9 +567,9 @@ async def _chat_completions(request: web.Request) -> web.StreamResponse:
         state.max_in_flight = state.in_flight
     try:
         if state.semaphore is None:
-            return await _process(request, state)
+            return await process(request, state)
         async with state.semaphore:
-            return await _process(request, state)
+            return await process(request, state)
     finally:
         state.in_flight -= 1
 
@@ -600,6 +610,8 @@ def build_app(config: SimConfig) -> web.Application:
     app = web.Application()
     app[STATE_KEY] = SimState(config, load_answers(config.answers))
     app.router.add_post("/v1/chat/completions", _chat_completions)
+    from .sim_anthropic import add_anthropic_routes  # here, not at the top: it imports this module
+    add_anthropic_routes(app, app[STATE_KEY])
     app.router.add_get("/v1/models", _models)
     app.router.add_get("/health", _health)
     app.router.add_get("/stats", _stats)

@@ -38,6 +38,7 @@ EXIT_OK, EXIT_INCOMPLETE, EXIT_USER, EXIT_INTERRUPTED = 0, 1, 2, 130
 PLUGIN_COMMANDS: list[str] = [
     "fairsweep.benchmarks.gama.cli",
     "fairsweep.benchmarks.gama.eval_cli",
+    "fairsweep.batch_cli",
 ]
 
 

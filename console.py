@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shlex
 import sys
 
 import duckdb
@@ -12,6 +13,7 @@ from rich.table import Table
 
 from .engine.runner import RunOutcome
 from .errors import QueryError
+from .storage.batches import batch_rows, has_batches_table
 from .storage.db import open_db
 
 # Wide when piped: tables are for reading, not for an 80-column default.
@@ -40,6 +42,11 @@ def print_run_summary(outcome: RunOutcome, command: str) -> None:
         if m.failed:
             _err.print(f"{m.name}: {m.failed} permanent failure(s) stored (see `fairsweep query \"SELECT * FROM "
                        f"attempt_errors\"`)")
+    if outcome.batches_in_flight:
+        run = outcome.run.removesuffix(" (judges)")
+        _err.print(f"[yellow]{outcome.batches_in_flight} provider batch(es) still running: they keep going (and are "
+                   f"paid for). The command below collects their answers; to cancel them instead:[/yellow]")
+        print(f"  fairsweep batches cancel --db {shlex.quote(outcome.db)} --run {shlex.quote(run)}", file=sys.stderr)
     if outcome.interrupted:
         _err.print("[yellow]interrupted: everything that arrived is stored. Resume with:[/yellow]")
     elif not outcome.complete:
@@ -56,6 +63,7 @@ def print_status(db: str, run: str | None) -> None:
         rows = conn.execute(f"SELECT * FROM run_status {where} ORDER BY run, model", params).fetchall()
         errors = conn.execute(f"SELECT run, model, outcome, error_class, n FROM attempt_errors {where} "
                               f"ORDER BY run, model, n DESC", params).fetchall()
+        batches = batch_rows(conn, run, live_only=True) if has_batches_table(conn) else []
     finally:
         conn.close()
     table = Table(title=f"fairsweep status ({db})")
@@ -73,6 +81,21 @@ def print_status(db: str, run: str | None) -> None:
         for row in errors:
             err_table.add_row(*(str(v) for v in row))
         _out.print(err_table)
+    if batches:
+        _out.print(batches_table(batches, "batches in flight"))
+
+
+def batches_table(batches: list[tuple], title: str) -> Table:
+    """Rows of storage.batches.batch_rows as a table."""
+    table = Table(title=title)
+    for col in ("run", "model", "api", "batch", "status", "provider status", "requests", "answered", "errors",
+                "unprocessed", "priced by", "created", "ended"):
+        table.add_column(col, justify="right" if col in ("requests", "answered", "errors", "unprocessed") else "left")
+    for run, model, api, batch, status, provider, n, ok, errored, unfinished, price, created, ended, *_ in batches:
+        table.add_row(run, model, api, batch, status, provider or "", str(n), *(
+            "" if v is None else str(v) for v in (ok, errored, unfinished)), price or "unknown",
+            f"{created:%Y-%m-%d %H:%M:%S}", "" if ended is None else f"{ended:%Y-%m-%d %H:%M:%S}")
+    return table
 
 
 def run_query(db: str, sql: str, fmt: str) -> None:

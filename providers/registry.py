@@ -125,3 +125,18 @@ def make_provider(spec: ModelSpec) -> Provider:
                                     price_model=spec.model, max_connections=max(spec.max_concurrency, 1))
     from .litellm_provider import LiteLLMProvider
     return LiteLLMProvider(model=spec.model, api_base=spec.api_base, api_key_env=spec.api_key_env)
+
+
+def make_batch_adapter(spec: ModelSpec):
+    """The batch adapter for one entry (its provider's batch API; see batch_api)."""
+    api, r = batch_api(spec), route(spec)
+    if api == "openai":
+        from .openai_batch import OpenAIBatchAdapter
+        return OpenAIBatchAdapter(api_base=r.api_base, model=r.wire_model, api_key_env=r.api_key_env,
+                                  price_model=spec.model, timeout_s=spec.timeout_s)
+    if api == "anthropic":
+        from .anthropic_batch import AnthropicBatchAdapter
+        return AnthropicBatchAdapter(api_base=spec.api_base, model=spec.model, api_key_env=spec.api_key_env,
+                                     price_model=spec.model, timeout_s=spec.timeout_s)
+    raise ConfigError(f"model {spec.name!r} ({spec.model}): no batch API (OpenAI Files + Batches or Anthropic "
+                      f"Message Batches) serves it: remove batch for it")

@@ -159,6 +159,9 @@ class SimConfig:
     api_key: str | None = None
     models: tuple[str, ...] = ()
     context_limit: int = 0
+    batch_duration_s: float = 2.0  # batch APIs: a batch's requests finish over this many seconds
+    batch_error: float = 0.0       # probability that one batch request errors (a server error)
+    batch_expire_first: int = 0    # the first N batches expire halfway through
 
     def fault_table(self) -> tuple[tuple[str, float], ...]:
         """(kind, probability) pairs in FAULT_KINDS order."""
@@ -273,6 +276,7 @@ class SimState:
         self.semaphore = asyncio.Semaphore(config.max_concurrency) if config.max_concurrency > 0 else None
         self.counter = 0  # per-request counter: response ids and non-deterministic sampling
         self.in_flight = 0
+        self.batch_sim = None  # providers/sim_batches.BatchSim once the routes are added
         self.reset_stats()
 
     def reset_stats(self) -> None:
@@ -286,6 +290,8 @@ class SimState:
         self.admitted_by_second: dict[int, int] = {}
         self.max_in_flight = self.in_flight
         self.paths: dict[str, int] = {}  # requests received per route (chat completions, messages, batches...)
+        if self.batch_sim is not None:
+            self.batch_sim.reset_stats()
 
     def snapshot(self) -> dict:
         """Statistics as a JSON-ready dict."""
@@ -300,6 +306,7 @@ class SimState:
             "admitted_by_second": dict(self.admitted_by_second),
             "max_in_flight": self.max_in_flight,
             "paths": dict(self.paths),
+            "batches": dict(self.batch_sim.stats) if self.batch_sim is not None else {},
         }
 
     def draw_fault(self) -> str | None:
@@ -612,6 +619,8 @@ def build_app(config: SimConfig) -> web.Application:
     app.router.add_post("/v1/chat/completions", _chat_completions)
     from .sim_anthropic import add_anthropic_routes  # here, not at the top: it imports this module
     add_anthropic_routes(app, app[STATE_KEY])
+    from .sim_batches import add_batch_routes
+    add_batch_routes(app, app[STATE_KEY])
     app.router.add_get("/v1/models", _models)
     app.router.add_get("/health", _health)
     app.router.add_get("/stats", _stats)
@@ -652,6 +661,11 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--api-key", default=None)
     p.add_argument("--models", default="", help="comma-separated list of accepted models")
     p.add_argument("--context-limit", type=int, default=0, help="max prompt tokens, 0 = unlimited")
+    p.add_argument("--batch-duration-s", type=float, default=2.0, help="batch APIs: seconds a batch takes")
+    p.add_argument("--batch-error", type=_probability, default=0.0, metavar="P",
+                   help="batch APIs: probability that a request errors (a server error)")
+    p.add_argument("--batch-expire-first", type=int, default=0, metavar="N",
+                   help="batch APIs: the first N batches expire halfway through")
     return p
 
 

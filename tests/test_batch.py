@@ -56,7 +56,7 @@ def clean_answer(server, prompt: Prompt, max_tokens: int) -> str:
 
 # --------------------------------------------------------------------------- in-process: the whole cycle
 
-@pytest.mark.parametrize("api", ["openai"])
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
 def test_every_answer_is_stored_once_errors_rebatched_expired_sent_again_permanent_stored(sim, db_path, api):
     server = sim("--api-key", KEY, "--batch-duration-s", "0.8", "--batch-error", "0.15", "--batch-expire-first", "1",
                  "--context-limit", "40")
@@ -105,7 +105,7 @@ def test_a_batch_is_split_by_the_providers_request_and_byte_limits():
         split([b"x" * 1000], max_requests=10, max_bytes=64 * 1024 + 500)
 
 
-@pytest.mark.parametrize("api", ["openai"])
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
 def test_a_batch_created_by_a_run_killed_before_recording_its_id_is_found_not_created_again(sim, db_path, api):
     """The window between the provider's answer to 'create' and the DB update: the next run finds it."""
     import asyncio
@@ -207,7 +207,7 @@ def table_rows(stdout: str, first: str) -> list[list[str]]:
             if re.split(r"[│┃]", line)[1:2] and re.split(r"[│┃]", line)[1].strip() == first]
 
 
-@pytest.mark.parametrize("api", ["openai"])
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
 def test_sigkill_while_batches_are_in_flight_then_the_same_command_reattaches(sim, tmp_path, mrni_dir, api):
     server = sim("--api-key", KEY, "--batch-duration-s", "4")
     config = write_config(tmp_path, server, api)
@@ -310,3 +310,28 @@ def test_batch_prices_come_from_the_price_map_else_half_the_synchronous_price_as
     assert _batch_cost(deepseek).startswith("~") and not _batch_cost(mini).startswith("~")
     assert (plans["custom"].batch_price, _batch_cost(plans["custom"])) == ("unknown", "unknown")  # never $0
     assert _batch_cost(plans["gemini"]) == "-"
+
+
+def test_anthropic_batch_requests_are_litellms_translation_and_unsupported_parameters_are_refused():
+    from fairsweep.benchmarks.gama.judge import response_format
+    from fairsweep.engine.work import plan_items
+    from fairsweep.errors import ConfigError
+    from fairsweep.providers.registry import make_batch_adapter
+
+    spec = ModelSpec(name="claude", model=MODELS["anthropic"], batch=True, max_tokens=300,
+                     params={"response_format": response_format(ModelSpec(name="j", model=MODELS["anthropic"]))})
+    adapter = make_batch_adapter(spec)
+    (item,) = plan_items("r", spec, [Prompt("toy", "k", ({"role": "system", "content": "Judge."},
+                                                         {"role": "user", "content": "Text"}), {})])
+    line = json.loads(adapter.encode(item))
+    params = line["params"]
+    assert line["custom_id"] == item.request_id and adapter.api_base == "https://api.anthropic.com"
+    assert params["model"] == "claude-haiku-4-5" and params["max_tokens"] == 300 and params["temperature"] == 0.0
+    assert params["system"] == [{"type": "text", "text": "Judge."}]
+    assert params["messages"] == [{"role": "user", "content": [{"type": "text", "text": "Text"}]}]
+    assert params["output_format"]["type"] == "json_schema" and "json_mode" not in params
+    assert any(beta.startswith("structured-outputs") for beta in adapter._betas)
+    seeded = ModelSpec(name="claude", model=MODELS["anthropic"], batch=True, params={"seed": 1})
+    (item,) = plan_items("r", seeded, [Prompt("toy", "k", ({"role": "user", "content": "x"},), {})])
+    with pytest.raises(ConfigError, match=r"does not take the parameter\(s\) \['seed'\]"):
+        make_batch_adapter(seeded).encode(item)

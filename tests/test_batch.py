@@ -335,3 +335,14 @@ def test_anthropic_batch_requests_are_litellms_translation_and_unsupported_param
     (item,) = plan_items("r", seeded, [Prompt("toy", "k", ({"role": "user", "content": "x"},), {})])
     with pytest.raises(ConfigError, match=r"does not take the parameter\(s\) \['seed'\]"):
         make_batch_adapter(seeded).encode(item)
+
+
+def test_the_batch_flag_puts_every_model_and_judge_in_batch_mode(tmp_path):
+    from fairsweep.cli import build_parser, resolve_config
+
+    config = tmp_path / "s.toml"
+    config.write_text('[[models]]\nmodel = "openai/gpt-4o-mini"\n[[judges]]\nname = "j"\nmodel = "openai/gpt-4o"\n')
+    args = build_parser().parse_args(["run", "--config", str(config), "--batch"])
+    resolved = resolve_config(args)
+    assert [m.batch for m in (*resolved.models, *resolved.judges)] == [True, True]
+    assert not resolve_config(build_parser().parse_args(["run", "--config", str(config)])).models[0].batch

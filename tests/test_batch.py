@@ -346,3 +346,17 @@ def test_the_batch_flag_puts_every_model_and_judge_in_batch_mode(tmp_path):
     resolved = resolve_config(args)
     assert [m.batch for m in (*resolved.models, *resolved.judges)] == [True, True]
     assert not resolve_config(build_parser().parse_args(["run", "--config", str(config)])).models[0].batch
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+def test_a_refused_key_stops_the_batch_model_and_leaves_its_requests_pending(sim, db_path, api, monkeypatch):
+    monkeypatch.setenv(KEY_ENV, "sk-wrong-key-0123456789")
+    server = sim("--api-key", KEY)
+    outcome = run_sweep(sweep(db_path, [batch_model(server, api)], batch_poll_s=0.1), prompts(5), command="test",
+                        progress=False, policy=FAST)
+    model = outcome.models[0]
+    assert not outcome.complete and model.stopped and model.not_sent == 5
+    assert "sk-wrong-key" not in model.stopped
+    assert rows(db_path, "SELECT status, requests FROM batches") == [("failed", 5)]  # never reached the provider
+    assert rows(db_path, "SELECT status, count(*) FROM results GROUP BY 1") == [("pending", 5)]
+    assert server.stats()["batches"]["created"] == 0

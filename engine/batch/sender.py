@@ -84,7 +84,8 @@ class BatchSender:
         """Follow the run's batches still in flight; returns `todo` without their requests."""
         taken: set[str] = set()
         for record in live_batches(self.conn, self.run, list(self.models)):
-            mine = {i.request_id: i for i in todo.get(record.model, ()) if i.request_id in set(record.request_ids)}
+            ids = set(record.request_ids)
+            mine = {i.request_id: i for i in todo.get(record.model, ()) if i.request_id in ids}
             self.live.append(Live(record, mine, may_exist=record.provider_batch_id is None,
                                   cancelled_before=record.status == "cancelling"))
             taken.update(record.request_ids)

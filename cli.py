@@ -37,6 +37,7 @@ from .errors import EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USER, Fairs
 PLUGIN_COMMANDS: list[str] = [
     "fairsweep.benchmarks.gama.cli",
     "fairsweep.benchmarks.gama.eval_cli",
+    "fairsweep.batch_cli",
 ]
 
 
@@ -71,6 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--ray-address", help="Ray cluster to join, e.g. HEAD_IP:6379 (implies --executor ray; "
                                            "default: RAY_ADDRESS or a cluster started here with `ray start`)")
     run.add_argument("--dry-run", action="store_true", help="print the plan (requests, tokens, cost, time); send nothing")
+    run.add_argument("--batch", action="store_true", help="send every model (and judge) through its provider's "
+                     "batch API: about half the price, answers within 24 h (same as batch = true on each entry)")
     run.add_argument("--retry-failed", nargs="*", metavar="CLASS",
                      help="send stored final failures again: all of them, or those of these error classes "
                           "(e.g. context_length invalid_output; see `fairsweep status`)")
@@ -83,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--sample", type=int)
     plan.add_argument("--seed", type=int)
     plan.add_argument("--data-dir")
+    plan.add_argument("--batch", action="store_true", help="plan every model in batch mode, as `run --batch`")
 
     status = sub.add_parser("status", help="progress, errors, retries, 429s and tokens per run and model")
     _common(status)

@@ -21,8 +21,8 @@ from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic.dataclasses import dataclass
 
 from .config_problems import UNNAMED, Problem, cross_problems, raise_problems, validation_problems
-from .config_types import (LOCAL_MODEL, BenchmarkName, Benchmarks, EnvName, Executor, Flag, Params, Url, integer,
-                           number, optional, tables, text)
+from .config_types import (LOCAL_MODEL, BenchmarkName, Benchmarks, EnvName, Executor, Flag, Params, Protocol, Url,
+                           integer, number, optional, tables, text)
 from .benchmarks.registry import identity_fields
 from .errors import ConfigError
 
@@ -70,6 +70,11 @@ class ModelSpec:
         None, description="models with the same limit_key share one limiter (one provider key)")
     max_cost: Usd = Field(None, description="USD cap for this model in this run")
     cache: Flag = Field(True, description="serve identical deterministic requests from the response cache")
+    # Neither is part of identity(): they change how a prompt is sent, not what is asked.
+    protocol: optional(Protocol, '"openai" or "litellm", or leave the key out') = Field(
+        None, description="the protocol for a model id whose provider fairsweep does not know (else by the id)")
+    batch: Flag = Field(False, description="send this model's requests through its provider's batch API "
+                                           "(about half the price; results within 24 h)")
 
     def generation_params(self) -> dict[str, Any]:
         """The parameters sent with every request; part of each request's identity."""
@@ -129,6 +134,8 @@ class SweepConfig:
                         "timeouts)...")
     breaker_seconds: number("a number of seconds from 0 to 86400", ge=0, le=86_400) = Field(
         30, description="... spanning at least this many seconds with no answer from its endpoint")
+    batch_poll_s: number("a positive number of seconds, at most 86400", gt=0, le=86_400) = Field(
+        30.0, description="batch mode: the first poll interval (it backs off while nothing changes)")
 
     def identity(self) -> dict[str, Any]:
         """The part a resumed run must keep: models, generation parameters, benchmarks."""
@@ -228,6 +235,12 @@ def with_overrides(config: SweepConfig, **overrides: Any) -> SweepConfig:
     return _build({**_fields(config), **given}, "command line", FLAGS)
 
 
+def with_batch(config: SweepConfig) -> SweepConfig:
+    """`--batch`: every [[models]] and [[judges]] entry sends through its provider's batch API."""
+    return dataclasses.replace(config, models=tuple(dataclasses.replace(m, batch=True) for m in config.models),
+                               judges=tuple(dataclasses.replace(j, batch=True) for j in config.judges))
+
+
 def model_from_flag(spec: str, flag: str = "--model", **fields: Any) -> ModelSpec:
     """`--model SPEC`: a litellm-style id, optionally `name=model@api_base` for a quick server run;
     `fields` are other ModelSpec fields a command sets (e.g. a judge's max_tokens); errors name `flag`."""
@@ -287,4 +300,5 @@ def resolve_config(args) -> SweepConfig:
         overrides[name] = getattr(args, name, None)
     if overrides["ray_address"] and not overrides["executor"]:
         overrides["executor"] = "ray"
-    return with_overrides(config, **overrides)
+    config = with_overrides(config, **overrides)
+    return with_batch(config) if getattr(args, "batch", False) else config

@@ -53,6 +53,7 @@ LOCAL_MODEL = "local/smollm2"
 BenchmarkName = Literal[tuple(BENCHMARKS)]  # the registry's names
 Benchmarks = Annotated[tuple[BenchmarkName, ...], Expect(f"a non-empty array of {', '.join(BENCHMARKS)}")]
 Executor = Annotated[Literal["local", "ray"], Expect('"local" or "ray"')]
+Protocol = Annotated[Literal["openai", "litellm"], Expect('"openai" or "litellm"')]
 
 
 def tables(kind: type, name: str) -> object:

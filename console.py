@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import csv
 import json
+import shlex
 import sys
 
 from rich.console import Console
 from rich.table import Table
 
 from .engine.runner import RunOutcome
+from .storage.batches import batch_rows, has_batches_table
 from .storage.db import open_db
 from .storage.readonly import open_readonly, run_readonly
 
@@ -30,6 +32,16 @@ def print_run_summary(outcome: RunOutcome, command: str) -> None:
     _err.print(table)
     for line, style in summary_lines(outcome):
         _err.print(f"[{style}]{line}[/{style}]" if style else line, soft_wrap=True)  # one line each, never wrapped
+    if outcome.batches_in_flight:
+        run = outcome.run.removesuffix(" (judges)")
+        _err.print(f"[yellow]{outcome.batches_in_flight} provider batch(es) still running: they keep going (and are "
+                   f"paid for). The command below collects their answers; to cancel them instead:[/yellow]",
+                   soft_wrap=True)
+        print(f"  fairsweep batches cancel --db {shlex.quote(outcome.db)} --run {shlex.quote(run)}", file=sys.stderr)
+    if outcome.interrupted:
+        _err.print("[yellow]interrupted: everything that arrived is stored. Resume with:[/yellow]")
+    elif not outcome.complete:
+        _err.print("[yellow]incomplete: the missing requests are not stored. Resume with:[/yellow]")
     if not outcome.complete:
         print(f"  {command}", file=sys.stderr, flush=True)  # plain print: never wrapped, copy-pasteable
 
@@ -49,10 +61,6 @@ def summary_lines(outcome: RunOutcome) -> list[tuple[str, str]]:
                           f"with --retry-failed [CLASS ...])", ""))
         if m.planned and not m.answered and not m.missing:
             lines.append((f"{m.name}: no answers at all, only failures: this run is not complete", "red"))
-    if outcome.interrupted:
-        lines.append(("interrupted: everything that arrived is stored. Resume with:", "yellow"))
-    elif not outcome.complete:
-        lines.append(("incomplete: the missing requests are not stored. Resume with:", "yellow"))
     return lines
 
 
@@ -64,6 +72,7 @@ def print_status(db: str, run: str | None) -> None:
         rows = conn.execute(f"SELECT * FROM run_status {where} ORDER BY run, model", params).fetchall()
         errors = conn.execute(f"SELECT run, model, outcome, error_class, n FROM attempt_errors {where} "
                               f"ORDER BY run, model, n DESC", params).fetchall()
+        batches = batch_rows(conn, run, live_only=True) if has_batches_table(conn) else []
     finally:
         conn.close()
     table = Table(title=f"fairsweep status ({db})")
@@ -81,6 +90,21 @@ def print_status(db: str, run: str | None) -> None:
         for row in errors:
             err_table.add_row(*(str(v) for v in row))
         _out.print(err_table)
+    if batches:
+        _out.print(batches_table(batches, "batches in flight"))
+
+
+def batches_table(batches: list[tuple], title: str) -> Table:
+    """Rows of storage.batches.batch_rows as a table."""
+    table = Table(title=title)
+    for col in ("run", "model", "api", "batch", "status", "provider status", "requests", "answered", "errors",
+                "unprocessed", "priced by", "created", "ended"):
+        table.add_column(col, justify="right" if col in ("requests", "answered", "errors", "unprocessed") else "left")
+    for run, model, api, batch, status, provider, n, ok, errored, unfinished, price, created, ended, *_ in batches:
+        table.add_row(run, model, api, batch, status, provider or "", str(n), *(
+            "" if v is None else str(v) for v in (ok, errored, unfinished)), price or "unknown",
+            f"{created:%Y-%m-%d %H:%M:%S}", "" if ended is None else f"{ended:%Y-%m-%d %H:%M:%S}")
+    return table
 
 
 def run_query(db: str, sql: str, fmt: str) -> None:

@@ -11,6 +11,7 @@ from .config import SweepConfig
 from .engine.estimate import ModelPlan, estimate_model, total_seconds
 from .engine.runner import plan_work
 from .engine.work import Prompt
+from .storage.batches import live_request_ids
 from .storage.cache import cache_sources
 from .storage.checkpoint import remaining
 from .storage.db import open_db
@@ -28,10 +29,14 @@ def build_plan(config: SweepConfig, prompts: list[Prompt]) -> list[ModelPlan]:
         for spec in config.models:
             items = planned[spec.name]
             todo = remaining(conn, items) if conn else items
+            in_batch = live_request_ids(conn, config.run) if conn else set()
             cached = set(cache_sources(conn, todo)) if conn else set()
-            to_send = [i for i in todo if i.request_id not in cached]
+            to_send = [i for i in todo if i.request_id not in cached and i.request_id not in in_batch]
             output, latency = _observed(conn, spec.name)
-            plans.append(estimate_model(spec, to_send, len(items) - len(todo), len(cached), output, latency))
+            plan = estimate_model(spec, to_send, len(items) - len(todo), len(cached), output, latency)
+            plan.in_batch = len(todo) - len(to_send) - len(cached)
+            plan.planned += plan.in_batch
+            plans.append(plan)
         judged = [p for p in prompts if p.benchmark == "gama"]
         for judge in config.judges if judged else ():
             targets = [i for spec in config.models for i in planned[spec.name] if i.prompt.benchmark == "gama"]
@@ -52,19 +57,21 @@ def _observed(conn, name: str) -> tuple[float | None, float | None]:
         return None, None
     mean_tokens, median_ms = conn.execute("""
         SELECT avg(s.completion_tokens), median(s.latency_ms) FILTER (WHERE s.latency_ms > 0)
-        FROM responses s JOIN requests r USING (request_id) WHERE r.model = ?""", [name]).fetchone()
+        FROM responses s JOIN requests r USING (request_id) JOIN attempts a ON a.attempt_id = s.attempt_id
+        WHERE r.model = ? AND a.outcome <> 'batch'""", [name]).fetchone()  # a batch's turnaround is no latency
     return mean_tokens, (median_ms / 1000 if median_ms else None)
 
 
 def print_plan(config: SweepConfig, plans: list[ModelPlan]) -> None:
     table = Table(title=f"plan for run {config.run} ({config.db})")
     for col in ("model", "adapter", "planned", "stored", "cached", "to send", "input tok", "output tok",
-                "tokens by", "cost $", "time", "bound by"):
+                "tokens by", "cost $", "batch $", "time", "bound by", "in batch"):
         table.add_column(col, justify="left" if col in ("model", "adapter", "tokens by", "bound by") else "right")
     for p in plans:
         table.add_row(p.name, p.adapter, str(p.planned), str(p.stored), str(p.cached), str(p.to_send),
                       f"{p.input_tokens:,}", f"{p.output_tokens:,}", p.token_method,
-                      "unknown" if p.cost_usd is None else f"{p.cost_usd:,.2f}", _duration(p.seconds), p.bound_by)
+                      "unknown" if p.cost_usd is None else f"{p.cost_usd:,.2f}", _batch_cost(p), _duration(p.seconds),
+                      p.bound_by, str(p.in_batch))
     known = [p.cost_usd for p in plans if p.cost_usd is not None]
     unknown = [p.name for p in plans if p.cost_usd is None]
     cost = f"${sum(known):,.2f}" + (f" + unknown ({', '.join(unknown)})" if unknown else "")
@@ -72,8 +79,15 @@ def print_plan(config: SweepConfig, plans: list[ModelPlan]) -> None:
     table.add_row("total", "", str(sum(p.planned for p in plans)), str(sum(p.stored for p in plans)),
                   str(sum(p.cached for p in plans)), str(sum(p.to_send for p in plans)),
                   f"{sum(p.input_tokens for p in plans):,}", f"{sum(p.output_tokens for p in plans):,}", "",
-                  cost, _duration(stage_seconds(plans)), "")
+                  cost, "", _duration(stage_seconds(plans)), "", str(sum(p.in_batch for p in plans)))
     Console(width=200).print(table)
+
+
+def _batch_cost(plan: ModelPlan) -> str:
+    """The batch price of the same requests: '~' marks an estimate (half the synchronous price)."""
+    if plan.batch_price in ("-", "unknown"):
+        return plan.batch_price
+    return ("~" if plan.batch_price == "estimate" else "") + f"{plan.batch_cost_usd:,.2f}"
 
 
 def stage_seconds(plans: list[ModelPlan]) -> float:

@@ -58,6 +58,7 @@ class Outcome(str, enum.Enum):
     PERMANENT = "permanent"        # final: not sent again (unless --retry-failed)
     AUTH = "auth"                  # credentials refused: the model stops, the request stays pending
     CONFIG = "config"              # the model or endpoint is misconfigured: the model stops, pending
+    BATCH = "batch"                # answered through a provider batch (batch mode); the response is stored
 
     def __str__(self) -> str:
         return self.value

@@ -13,11 +13,12 @@ import os
 from dataclasses import dataclass
 
 from ..config import ModelSpec
-from ..providers.pricing import model_price
-from ..providers.registry import adapter_name
+from ..providers.pricing import BATCH_PRICE_MAP, batch_cost_usd, batch_price_source, model_price
+from ..providers.registry import adapter_name, batch_api
 from .work import WorkItem
 
 DEFAULT_LATENCY_S = {"local": 0.8, "openai_compat": 1.0, "litellm": 1.5}
+BATCH_WINDOW_S = 24 * 3600  # providers promise batch results within 24 h (usually much sooner)
 CHARS_PER_TOKEN = 4
 
 
@@ -39,6 +40,9 @@ class ModelPlan:
     seconds: float
     bound_by: str
     limit_key: str
+    batch_cost_usd: float | None = None  # the same requests through the provider's batch API
+    batch_price: str = "-"               # how that is priced: 'price map', 'estimate' (half), 'unknown', '-' (no batch API)
+    in_batch: int = 0                    # requests in batches still in flight (neither stored nor to send)
 
 
 def count_tokens(spec: ModelSpec, items: list[WorkItem]) -> tuple[int, str]:
@@ -78,10 +82,25 @@ def estimate_model(spec: ModelSpec, items: list[WorkItem], stored: int, cached: 
     if spec.tpm:
         bounds["tpm"] = (input_tokens + output_tokens) / spec.tpm * 60
     bound_by = max(bounds, key=bounds.get)
-    return ModelPlan(spec.name, spec.model, adapter_name(spec), len(items) + stored + cached, stored, cached,
+    plan = ModelPlan(spec.name, spec.model, adapter_name(spec), len(items) + stored + cached, stored, cached,
                      len(items), input_tokens, output_tokens, method + ("" if observed_output is None else
                                                                         ", output observed"),
                      cost, bounds[bound_by], bound_by, spec.limiter_key())
+    return with_batch_estimate(plan, spec)
+
+
+def with_batch_estimate(plan: ModelPlan, spec: ModelSpec) -> ModelPlan:
+    """The batch price beside the synchronous one; a batch model waits up to the providers' 24 h window."""
+    if batch_api(spec) is None:
+        return plan
+    source = batch_price_source(spec.model)
+    plan.batch_price = "unknown" if source is None else "price map" if source == BATCH_PRICE_MAP else "estimate"
+    plan.batch_cost_usd = batch_cost_usd(spec.model, plan.input_tokens, plan.output_tokens)
+    if spec.batch:
+        plan.adapter += " (batch)"
+        if plan.to_send:
+            plan.seconds, plan.bound_by = BATCH_WINDOW_S, "batch window (≤24h, usually sooner)"
+    return plan
 
 
 def total_seconds(plans: list[ModelPlan]) -> float:

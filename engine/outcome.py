@@ -22,6 +22,17 @@ class SendCounts:
         self.last_errors[error_class] = message
 
 
+def merged(a: SendCounts | None, b: SendCounts) -> SendCounts:
+    """One model's counts from two senders (synchronous calls and batches) in one session."""
+    if a is None:
+        return b
+    total = SendCounts(**{f: getattr(a, f) + getattr(b, f) for f in ("stored", "failed", "gave_up", "not_sent",
+                                                                     "retries", "rate_limited")})
+    total.stopped = a.stopped or b.stopped
+    total.last_errors = {**a.last_errors, **b.last_errors}
+    return total
+
+
 @dataclass
 class SessionCounts:
     """What an executor returns: SendCounts per model, and whether Ctrl-C or SIGTERM ended it early."""
@@ -66,9 +77,10 @@ class RunOutcome:
     models: list[ModelOutcome]
     interrupted: bool = False
     warnings: list[str] = field(default_factory=list)
+    batches_in_flight: int = 0  # provider batches left running (Ctrl-C): the same command collects them
 
     @property
     def complete(self) -> bool:
         """Every request has an answer or a per-prompt final failure, and no model has only failures."""
-        return not self.interrupted and all(m.missing == 0 and (m.answered > 0 or m.planned == 0)
+        return not self.interrupted and not self.batches_in_flight and all(m.missing == 0 and (m.answered > 0 or m.planned == 0)
                                             for m in self.models)

@@ -6,6 +6,7 @@ DB, the plan and the single writer, whichever executor sends.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from ..config import ModelSpec, SweepConfig
@@ -17,10 +18,11 @@ from ..storage.db import open_db
 from ..storage.journal import Journal
 from ..storage.live import LiveServer
 from ..storage.writer import BatchWriter
+from .batch import BatchSender
 from .executors import SweepJob, select_executor
 from .gate import build_gate
 from .limit_policy import BreakerSettings
-from .outcome import ModelOutcome, RunOutcome
+from .outcome import ModelOutcome, RunOutcome, SessionCounts, merged
 from .scheduler import OutputCheck, RetryPolicy
 from .work import plan_items
 
@@ -40,7 +42,8 @@ def run_sweep(config: SweepConfig, prompts: list[Prompt], *, command: str, specs
     """Run (or resume) `config.run` over `prompts` for every model (default: config.models; a later
     stage passes e.g. the judges); commits whatever arrives. `check` rejects unusable answers: they are
     retried like transient errors, then recorded as a final 'invalid_output' failure. `retry_failed`:
-    send stored final failures again (() = all, else these error classes). `executor` defaults to the one config.executor names."""
+    send stored final failures again (() = all, else these error classes). `executor` defaults to the
+    one config.executor names; models with `batch` go through their provider's batch API."""
     specs = list(specs if specs is not None else config.models)
     policy = policy or RetryPolicy(max_attempts=config.max_attempts)
     executor = executor or select_executor(config)
@@ -55,23 +58,46 @@ def run_sweep(config: SweepConfig, prompts: list[Prompt], *, command: str, specs
         todo = {name: remaining(conn, items, retry_failed) for name, items in planned.items()}
         outcomes = [ModelOutcome(name, len(items), len(items) - len(todo[name]), answered_count(conn, items))
                     for name, items in planned.items()]
-        for outcome in outcomes:  # identical deterministic requests already answered in this DB: never re-sent
-            still = serve_from_cache(conn, todo[outcome.name], session_id)
-            outcome.cached, todo[outcome.name] = len(todo[outcome.name]) - len(still), still
+        batched = BatchSender.needed(conn, config, specs)
         writer = BatchWriter(conn, flush_rows=config.flush_rows, flush_ms=config.flush_ms,
                              journal=Journal(config.db, fsync=config.journal_fsync))
-        gate = build_gate(conn, config, specs, writer)
-        totals = {o.name: (o.planned, o.already_done + o.cached) for o in outcomes}
         try:
+            gate = build_gate(conn, config, specs, writer)
+            batches = BatchSender(conn, config, batched, writer, session_id, policy, check, gate) if batched else None
+            if batches:  # requests in a batch still in flight are followed there, never sent again
+                todo = batches.attach(todo)
+            for outcome in outcomes:  # identical deterministic requests already answered in this DB: never re-sent
+                still = serve_from_cache(conn, todo[outcome.name], session_id)
+                outcome.cached, todo[outcome.name] = len(todo[outcome.name]) - len(still), still
+            totals = {o.name: (o.planned, o.already_done + o.cached) for o in outcomes}
             breaker = BreakerSettings(config.breaker_failures, float(config.breaker_seconds))
-            sent = executor.execute(SweepJob(specs, todo, writer, session_id, policy, progress, check, gate, totals,
-                                             breaker))
+            sent = send(SweepJob(specs, todo, writer, session_id, policy, progress, check, gate, totals, breaker),
+                        executor, batches)
         finally:
             writer.close()
         for outcome in outcomes:
             if outcome.name in sent.models:
                 outcome.add(sent.models[outcome.name])
-        return RunOutcome(config.run, config.db, outcomes, sent.interrupted, warnings=list(gate.drift_warnings))
+        return RunOutcome(config.run, config.db, outcomes, sent.interrupted, warnings=list(gate.drift_warnings),
+                          batches_in_flight=len(batches.in_flight()) if batches else 0)
     finally:
         live.close()
         conn.close()
+
+
+def send(job: SweepJob, executor: Executor, batches: BatchSender | None) -> SessionCounts:
+    """Batch models' batches are submitted first, then the other models are sent synchronously while the
+    provider works on the batches, then the batches are followed to their end."""
+    if batches is None:
+        return executor.execute(job)
+    batches.submit(job.todo)
+    synchronous = [s for s in job.specs if not s.batch]
+    sent = SessionCounts()
+    if synchronous and not batches.interrupted:
+        sent = executor.execute(dataclasses.replace(job, specs=synchronous))
+    if not sent.interrupted:
+        batches.wait()
+    for name, counts in batches.counts().items():
+        sent.models[name] = merged(sent.models.get(name), counts)
+    sent.interrupted = sent.interrupted or batches.interrupted
+    return sent

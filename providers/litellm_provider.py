@@ -24,26 +24,41 @@ def _import_litellm():
     return litellm
 
 
-def classify(exc: Exception, litellm, secrets: tuple[str, ...] = ()) -> ProviderFailure:
+def response_headers(exc: Exception):
+    """The provider's reply headers: litellm keeps them on the exception (its `response` may be a stub)."""
+    for headers in (getattr(exc, "litellm_response_headers", None), getattr(exc, "headers", None),
+                    getattr(getattr(exc, "response", None), "headers", None)):
+        if headers:
+            return headers
+    return {}
+
+
+def classify(exc: Exception, litellm, secrets: tuple[str, ...] = (), api_base: str | None = None) -> ProviderFailure:
     """Map a litellm (openai-style) exception to the engine's failure classes."""
     e = litellm.exceptions
-    message = redact(f"{type(exc).__name__}: {exc}"[:400], secrets)
+    text = str(exc)
+    message = redact(f"{type(exc).__name__}: {text}"[:400], secrets)
     status = getattr(exc, "status_code", None)
     if isinstance(exc, e.RateLimitError):
-        headers = getattr(getattr(exc, "response", None), "headers", None) or {}
         return RateLimitedError(message, error_class="rate_limited", http_status=429,
-                                retry_after=retry_after_seconds(headers))
+                                retry_after=retry_after_seconds(response_headers(exc)))
+    if '"overloaded_error"' in text:  # Anthropic's 529, which litellm reports as a 500
+        return TransientError(message, error_class="overloaded", http_status=529)
     if isinstance(exc, (e.AuthenticationError, e.PermissionDeniedError)):
         return AuthError(message, error_class="auth", http_status=status)
     if isinstance(exc, e.ContextWindowExceededError):
         return PermanentError(message, error_class="context_length", http_status=status)
     if isinstance(exc, e.NotFoundError):  # an unknown model or route: the configuration, not the prompt
-        return ConfigurationError(message, error_class="not_found", http_status=status)
+        where = f"api_base {api_base}" if api_base else "the provider's default endpoint"
+        return ConfigurationError(f"{message} (check the model id and {where})", error_class="not_found",
+                                  http_status=status)
     if isinstance(exc, (e.BadRequestError, e.UnprocessableEntityError)):
         return PermanentError(message, error_class="invalid_request", http_status=status)
     if isinstance(exc, e.Timeout):
         return TransientError(message, error_class="timeout", http_status=status, endpoint=True)
     if isinstance(exc, e.APIConnectionError):
+        if "Unable to get json response" in text:  # a reply came, but not a usable body
+            return TransientError(message, error_class="malformed_body", http_status=status)
         return TransientError(message, error_class="connection", http_status=status, endpoint=True)
     return TransientError(message, error_class=f"http_{status}" if status else "provider_error", http_status=status)
 
@@ -56,6 +71,10 @@ class LiteLLMProvider:
         self.api_base = api_base
         self.api_key_env = api_key_env
         self._litellm = _import_litellm()
+        # Every exception litellm maps derives from openai.OpenAIError (litellm.exceptions.OpenAIError is a
+        # sibling, not their base): catching that one let every provider error crash the run.
+        import openai
+        self._error_base = openai.OpenAIError
 
     async def complete(self, request: ChatRequest) -> Completion:
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
@@ -67,8 +86,8 @@ class LiteLLMProvider:
             resp = await self._litellm.acompletion(model=self.model, messages=request.messages,
                                                    timeout=request.timeout_s, num_retries=0, **extra,
                                                    **request.params)
-        except self._litellm.exceptions.OpenAIError as exc:  # a programming error surfaces as itself
-            raise classify(exc, self._litellm, (key or "",)) from None
+        except self._error_base as exc:  # a programming error surfaces as itself
+            raise classify(exc, self._litellm, (key or "",), self.api_base) from None
         return self._to_completion(resp)
 
     def _to_completion(self, resp) -> Completion:

@@ -42,3 +42,27 @@ def cost_usd(model: str | None, prompt_tokens: int | None, completion_tokens: in
     if entry is None or prompt_tokens is None or completion_tokens is None:
         return None
     return prompt_tokens * entry["input_cost_per_token"] + completion_tokens * entry.get("output_cost_per_token", 0.0)
+
+
+BATCH_PRICE_MAP = "litellm price map (batch)"
+BATCH_PRICE_ESTIMATE = "estimate: half the synchronous price"
+
+
+def batch_price_source(model: str | None) -> str | None:
+    """How batch answers of this model are priced: litellm's batch prices, an estimate at half the
+    synchronous price, or None (unknown)."""
+    entry = model_price(model)
+    if entry is None:
+        return None
+    return BATCH_PRICE_MAP if "input_cost_per_token_batches" in entry else BATCH_PRICE_ESTIMATE
+
+
+def batch_cost_usd(model: str | None, prompt_tokens: int | None, completion_tokens: int | None) -> float | None:
+    """Cost of one answer from a provider batch; None when the price or the usage is unknown."""
+    entry = model_price(model)
+    if entry is None or prompt_tokens is None or completion_tokens is None:
+        return None
+    if "input_cost_per_token_batches" in entry:
+        return (prompt_tokens * entry["input_cost_per_token_batches"]
+                + completion_tokens * entry.get("output_cost_per_token_batches", 0.0))
+    return cost_usd(model, prompt_tokens, completion_tokens) / 2

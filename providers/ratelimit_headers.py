@@ -1,10 +1,12 @@
 """How long a provider asked us to wait: Retry-After (seconds or HTTP-date), retry-after-ms,
-and OpenAI-style x-ratelimit-reset-* durations ("1s", "6m0s", "20ms")."""
+OpenAI-style x-ratelimit-reset-* durations ("1s", "6m0s", "20ms") and Anthropic's
+anthropic-ratelimit-*-reset times (RFC 3339)."""
 
 from __future__ import annotations
 
 import re
 import time
+from datetime import datetime
 from email.utils import parsedate_to_datetime
 from typing import Mapping
 
@@ -49,5 +51,15 @@ def retry_after_seconds(headers: Mapping[str, str], now: float | None = None) ->
         return seconds if seconds is not None else _http_date_delay(value, now)
     resets = [parse_duration(lower[h]) for h in ("x-ratelimit-reset-requests", "x-ratelimit-reset-tokens")
               if h in lower]
+    resets += [_rfc3339_delay(v, now) for h, v in lower.items()
+               if h.startswith("anthropic-ratelimit-") and h.endswith("-reset")
+               and lower.get(h[: -len("reset")] + "remaining") == "0"]  # only the limits that are used up
     resets = [r for r in resets if r is not None]
     return max(resets) if resets else None
+
+
+def _rfc3339_delay(text: str, now: float) -> float | None:
+    try:
+        return max(0.0, datetime.fromisoformat(text.strip().replace("Z", "+00:00")).timestamp() - now)
+    except ValueError:
+        return None

@@ -1,60 +1,142 @@
-"""Which adapter serves a model spec: a small table keyed by the model id's prefix.
+"""Which adapter serves a model spec, decided by the provider its model id names.
 
-- `local/smollm2`                      -> the embedded llama.cpp model
-- an `api_base`, or an OpenAI-speaking provider prefix (openai/, groq/, ...) -> aiohttp adapter
-- anything else (anthropic/, gemini/, bedrock/, ...) -> litellm, imported lazily
+- `local/smollm2`                                   -> the embedded llama.cpp model
+- an OpenAI-speaking provider (openai/, groq/, ...: openai_compatible.json) -> the aiohttp adapter
+- any other provider litellm knows (anthropic/, gemini/, bedrock/, ...)     -> litellm, imported lazily
+- a provider known to neither, with `api_base`      -> the aiohttp adapter (an OpenAI-compatible server)
+`api_base` only changes where requests go, never the protocol; `protocol = "openai" | "litellm"` decides
+for ids whose provider is not known. Combinations that cannot work raise a ConfigError before any send.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+from dataclasses import dataclass
 from importlib import resources
 
 from ..config import LOCAL_MODEL, ModelSpec
 from ..errors import ConfigError
 from .base import Provider
+from .pricing import model_price, price_map
+
+LOCAL, OPENAI_COMPAT, LITELLM = "local", "openai_compat", "litellm"
+ANTHROPIC_API_BASE = "https://api.anthropic.com"
+
+
+def _data(name: str) -> dict:
+    text = resources.files("fairsweep.providers").joinpath(name).read_text(encoding="utf-8")
+    return {k: v for k, v in json.loads(text).items() if not k.startswith("_")}
 
 
 @functools.lru_cache(maxsize=1)
 def openai_compatible() -> dict[str, dict]:
-    text = resources.files("fairsweep.providers").joinpath("openai_compatible.json").read_text(encoding="utf-8")
-    return {k: v for k, v in json.loads(text).items() if not k.startswith("_")}
+    return _data("openai_compatible.json")
+
+
+@functools.lru_cache(maxsize=1)
+def litellm_providers() -> frozenset[str]:
+    """Providers litellm serves that do not speak OpenAI chat completions (the data file, and every
+    provider of litellm's packaged price map, e.g. 'vertex_ai-language-models' -> 'vertex_ai')."""
+    mapped = {str(v.get("litellm_provider")).split("-")[0] for v in price_map().values() if isinstance(v, dict)}
+    return frozenset(_data("litellm_routed.json")["providers"]) | (mapped - set(openai_compatible()))
+
+
+@dataclass(frozen=True)
+class Route:
+    """How one [[models]] entry is reached."""
+
+    adapter: str             # local | openai_compat | litellm
+    provider: str | None     # the provider the id names ('anthropic', 'openai', ...), None when unknown
+    api_base: str | None     # where requests go (None: litellm's default for the provider)
+    wire_model: str          # the model id as sent
+    api_key_env: str | None  # the variable holding the key (the entry's, else the provider's usual one)
+
+
+def provider_of(model: str) -> str | None:
+    """The provider a model id names: its prefix, or for a bare id the one litellm's price map gives."""
+    if "/" in model:
+        return model.split("/", 1)[0]
+    entry = model_price(model)
+    return str(entry["litellm_provider"]).split("-")[0] if entry and entry.get("litellm_provider") else None
+
+
+def route(spec: ModelSpec) -> Route:
+    """The adapter, endpoint and wire id for a spec; a ConfigError (one line, naming the fix) if none works."""
+    where = f"model {spec.name!r} ({spec.model})"
+    if spec.model == LOCAL_MODEL:
+        if spec.protocol or spec.api_base:
+            raise ConfigError(f"{where} runs in-process: remove protocol and api_base from its entry")
+        return Route(LOCAL, None, None, spec.model, None)
+    provider = provider_of(spec.model)
+    known = provider in openai_compatible() or provider in litellm_providers()
+    openai_defaults = openai_compatible().get(provider or "", {})
+    if spec.protocol == "litellm" or (spec.protocol is None and provider in litellm_providers()
+                                      and provider not in openai_compatible()):
+        return Route(LITELLM, provider, spec.api_base, spec.model, spec.api_key_env)
+    if spec.protocol is None and not known and not spec.api_base:
+        raise ConfigError(f"{where}: no known provider serves this id: write it as PROVIDER/MODEL (openai/..., "
+                          f"anthropic/..., gemini/...), give api_base for an OpenAI-compatible server, or set "
+                          f"protocol = \"litellm\"")
+    api_base = spec.api_base or openai_defaults.get("api_base")
+    if not api_base:
+        raise ConfigError(f"{where}: the OpenAI-compatible adapter needs api_base (the server's /v1 URL)")
+    wire = spec.model.split("/", 1)[1] if known and "/" in spec.model else spec.model
+    key_env = spec.api_key_env if spec.api_key_env is not None else openai_defaults.get("api_key_env")
+    return Route(OPENAI_COMPAT, provider, api_base, wire, key_env)
 
 
 def adapter_name(spec: ModelSpec) -> str:
-    """'local', 'openai_compat' or 'litellm' for this spec."""
-    if spec.model == LOCAL_MODEL:
-        return "local"
-    prefix = spec.model.split("/", 1)[0] if "/" in spec.model else ""
-    if spec.api_base or prefix in openai_compatible():
-        return "openai_compat"
-    return "litellm"
+    """'local', 'openai_compat' or 'litellm' for this spec (raises ConfigError when none can work)."""
+    return route(spec).adapter
+
+
+def batch_api(spec: ModelSpec) -> str | None:
+    """Which provider batch API serves this spec: 'openai' (Files + Batches), 'anthropic' (Message
+    Batches), or None."""
+    r = route(spec)
+    if r.adapter == OPENAI_COMPAT:
+        return "openai"
+    if r.adapter == LITELLM and r.provider == "anthropic":
+        return "anthropic"
+    return None
 
 
 def preflight(spec: ModelSpec) -> None:
     """Checks before a run sends anything to this model (raises a FairsweepError that names the fix)."""
-    if adapter_name(spec) == "local":
+    if spec.batch and batch_api(spec) is None:
+        raise ConfigError(f"model {spec.name!r} ({spec.model}): batch mode speaks the OpenAI Files + Batches API "
+                          f"(OpenAI-compatible providers) and Anthropic Message Batches; this model has neither: "
+                          f"remove batch (or --batch) for it")
+    if adapter_name(spec) == LOCAL:
         from .local_llama import preflight as local_preflight
         local_preflight()
 
 
 def make_provider(spec: ModelSpec) -> Provider:
     """Build the adapter for one [[models]] entry."""
-    kind = adapter_name(spec)
-    if kind == "local":
+    r = route(spec)
+    if r.adapter == LOCAL:
         from .local_llama import LocalLlamaProvider
         return LocalLlamaProvider(workers=spec.max_concurrency)
-    if kind == "openai_compat":
+    if r.adapter == OPENAI_COMPAT:
         from .openai_compat import OpenAICompatProvider
-        prefix, _, bare = spec.model.partition("/") if "/" in spec.model else ("", "", spec.model)
-        defaults = openai_compatible().get(prefix, {})
-        api_base = spec.api_base or defaults.get("api_base")
-        if not api_base:
-            raise ConfigError(f"model {spec.name!r}: {spec.model} needs api_base (the server's /v1 URL)")
-        key_env = spec.api_key_env if spec.api_key_env is not None else defaults.get("api_key_env")
-        wire_model = bare if prefix in openai_compatible() else spec.model
-        return OpenAICompatProvider(api_base=api_base, model=wire_model, api_key_env=key_env,
+        return OpenAICompatProvider(api_base=r.api_base, model=r.wire_model, api_key_env=r.api_key_env,
                                     price_model=spec.model, max_connections=max(spec.max_concurrency, 1))
     from .litellm_provider import LiteLLMProvider
     return LiteLLMProvider(model=spec.model, api_base=spec.api_base, api_key_env=spec.api_key_env)
+
+
+def make_batch_adapter(spec: ModelSpec):
+    """The batch adapter for one entry (its provider's batch API; see batch_api)."""
+    api, r = batch_api(spec), route(spec)
+    if api == "openai":
+        from .openai_batch import OpenAIBatchAdapter
+        return OpenAIBatchAdapter(api_base=r.api_base, model=r.wire_model, api_key_env=r.api_key_env,
+                                  price_model=spec.model, timeout_s=spec.timeout_s)
+    if api == "anthropic":
+        from .anthropic_batch import AnthropicBatchAdapter
+        return AnthropicBatchAdapter(api_base=spec.api_base, model=spec.model, api_key_env=spec.api_key_env,
+                                     price_model=spec.model, timeout_s=spec.timeout_s)
+    raise ConfigError(f"model {spec.name!r} ({spec.model}): no batch API (OpenAI Files + Batches or Anthropic "
+                      f"Message Batches) serves it: remove batch for it")

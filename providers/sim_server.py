@@ -1,4 +1,5 @@
-"""Simulated OpenAI-compatible chat-completions provider (aiohttp.web).
+"""Simulated OpenAI-compatible chat-completions provider (aiohttp.web), which also speaks the Anthropic
+Messages API on /v1/messages (providers/sim_anthropic.py): one server can serve both.
 
 Used by tests, benchmarks and demos: deterministic answers, configurable
 latency and concurrency, fixed-window rate limits with several retry-hint
@@ -49,7 +50,7 @@ __all__ = [
     "serve",
 ]
 
-FAULT_KINDS = ("500", "503", "hang", "reset", "malformed", "truncated", "empty_choices")
+FAULT_KINDS = ("500", "503", "hang", "reset", "malformed", "truncated", "empty_choices", "529")
 RETRY_AFTER_FORMATS = ("seconds", "http-date", "ms", "reset", "none")
 ERROR_STATUSES = ("401", "404", "400")
 DEFAULT_MODEL = "fairsweep-sim"
@@ -153,10 +154,14 @@ class SimConfig:
     fault_malformed: float = 0.0
     fault_truncated: float = 0.0
     fault_empty_choices: float = 0.0
+    fault_529: float = 0.0  # 529 overloaded (Anthropic's answer when it is overloaded)
     hang_s: float = 30.0
     api_key: str | None = None
     models: tuple[str, ...] = ()
     context_limit: int = 0
+    batch_duration_s: float = 2.0  # batch APIs: a batch's requests finish over this many seconds
+    batch_error: float = 0.0       # probability that one batch request errors (a server error)
+    batch_expire_first: int = 0    # the first N batches expire halfway through
 
     def fault_table(self) -> tuple[tuple[str, float], ...]:
         """(kind, probability) pairs in FAULT_KINDS order."""
@@ -271,6 +276,7 @@ class SimState:
         self.semaphore = asyncio.Semaphore(config.max_concurrency) if config.max_concurrency > 0 else None
         self.counter = 0  # per-request counter: response ids and non-deterministic sampling
         self.in_flight = 0
+        self.batch_sim = None  # providers/sim_batches.BatchSim once the routes are added
         self.reset_stats()
 
     def reset_stats(self) -> None:
@@ -284,6 +290,9 @@ class SimState:
         self.first_request_at: float | None = None  # wall time: how long a client took to send its first
         self.admitted_by_second: dict[int, int] = {}
         self.max_in_flight = self.in_flight
+        self.paths: dict[str, int] = {}  # requests received per route (chat completions, messages, batches...)
+        if self.batch_sim is not None:
+            self.batch_sim.reset_stats()
 
     def snapshot(self) -> dict:
         """Statistics as a JSON-ready dict."""
@@ -298,6 +307,8 @@ class SimState:
             "first_request_at": self.first_request_at,
             "admitted_by_second": dict(self.admitted_by_second),
             "max_in_flight": self.max_in_flight,
+            "paths": dict(self.paths),
+            "batches": dict(self.batch_sim.stats) if self.batch_sim is not None else {},
         }
 
     def draw_fault(self) -> str | None:
@@ -519,9 +530,9 @@ async def _answer(request: web.Request, state: SimState, job: _Job, fault: str |
     if fault == "500":
         return _json_response(_error_body("The server had an error while processing your request.",
                                           "server_error", "internal_error"), 500, headers)
-    if fault == "503":
+    if fault in ("503", "529"):
         return _json_response(_error_body("The engine is currently overloaded, please try again later.",
-                                          "server_error", "service_unavailable"), 503, headers)
+                                          "server_error", "service_unavailable"), int(fault), headers)
     if fault == "reset":
         _abort_connection(request)
         return web.Response(status=500)  # never reaches the client: the socket is gone
@@ -549,9 +560,15 @@ async def _answer(request: web.Request, state: SimState, job: _Job, fault: str |
 
 
 async def _chat_completions(request: web.Request) -> web.StreamResponse:
-    """POST /v1/chat/completions; max_in_flight counts requests from receipt to response."""
-    state = request.app[STATE_KEY]
+    """POST /v1/chat/completions."""
+    return await counted(request, request.app[STATE_KEY], _process)
+
+
+async def counted(request: web.Request, state: SimState, process) -> web.StreamResponse:
+    """Count one request of either API and run `process(request, state)` under the concurrency gate;
+    max_in_flight counts requests from receipt to response."""
     state.requests += 1
+    state.paths[request.path] = state.paths.get(request.path, 0) + 1
     state.counter += 1
     if state.first_request_at is None:
         state.first_request_at = time.time()
@@ -562,9 +579,9 @@ async def _chat_completions(request: web.Request) -> web.StreamResponse:
         state.max_in_flight = state.in_flight
     try:
         if state.semaphore is None:
-            return await _process(request, state)
+            return await process(request, state)
         async with state.semaphore:
-            return await _process(request, state)
+            return await process(request, state)
     finally:
         state.in_flight -= 1
 
@@ -605,6 +622,10 @@ def build_app(config: SimConfig) -> web.Application:
     app = web.Application()
     app[STATE_KEY] = SimState(config, load_answers(config.answers))
     app.router.add_post("/v1/chat/completions", _chat_completions)
+    from .sim_anthropic import add_anthropic_routes  # here, not at the top: it imports this module
+    add_anthropic_routes(app, app[STATE_KEY])
+    from .sim_batches import add_batch_routes
+    add_batch_routes(app, app[STATE_KEY])
     app.router.add_get("/v1/models", _models)
     app.router.add_get("/health", _health)
     app.router.add_get("/stats", _stats)
@@ -645,6 +666,11 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--api-key", default=None)
     p.add_argument("--models", default="", help="comma-separated list of accepted models")
     p.add_argument("--context-limit", type=int, default=0, help="max prompt tokens, 0 = unlimited")
+    p.add_argument("--batch-duration-s", type=float, default=2.0, help="batch APIs: seconds a batch takes")
+    p.add_argument("--batch-error", type=_probability, default=0.0, metavar="P",
+                   help="batch APIs: probability that a request errors (a server error)")
+    p.add_argument("--batch-expire-first", type=int, default=0, metavar="N",
+                   help="batch APIs: the first N batches expire halfway through")
     return p
 
 

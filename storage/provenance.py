@@ -19,4 +19,4 @@ def answered_as(conn: duckdb.DuckDBPyConnection, run: str, model: str) -> list[t
         SELECT DISTINCT s.provider_model, s.system_fingerprint
         FROM responses s JOIN requests r USING (request_id)
         JOIN attempts a ON a.attempt_id = s.attempt_id
-        WHERE r.run = ? AND r.model = ? AND a.outcome = 'ok'""", [run, model]).fetchall()
+        WHERE r.run = ? AND r.model = ? AND a.outcome IN ('ok', 'batch')""", [run, model]).fetchall()

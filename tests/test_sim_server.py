@@ -186,7 +186,7 @@ async def _expect_fault(sim: SimServerProcess, kind: str) -> None:
             await post(sim, body)
         return
     status, _, raw = await post(sim, body)
-    if kind in ("500", "503"):
+    if kind in ("500", "503", "529"):
         assert status == int(kind) and json.loads(raw)["error"]["type"] == "server_error"
         return
     assert status == 200

@@ -21,6 +21,7 @@ def register(subparsers, add_common_flags) -> None:
                        "openai/gpt-4o-mini or NAME=MODEL@API_BASE")
     judge.add_argument("--judge-max-tokens", type=int, default=512, help="max_tokens of --judge models (512)")
     judge.add_argument("--no-progress", action="store_true", help="no live progress bar")
+    judge.add_argument("--batch", action="store_true", help="send the judges through their provider's batch API")
     judge.set_defaults(handler=cmd_judge)
 
     validation = subparsers.add_parser("gama-validation", help="GAMA-Bench human validation: export / import")
@@ -42,7 +43,7 @@ def register(subparsers, add_common_flags) -> None:
 
 
 def cmd_judge(args: argparse.Namespace, argv: list[str]) -> int:
-    from ...config import model_from_flag, resolve_config, with_overrides
+    from ...config import model_from_flag, resolve_config, with_batch, with_overrides
     from ...console import print_run_summary
     from ...errors import EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_OK, ConfigError
     from ..pipeline import score_benchmarks
@@ -52,6 +53,7 @@ def cmd_judge(args: argparse.Namespace, argv: list[str]) -> int:
     if args.judge:
         judges = tuple(model_from_flag(s, "--judge", max_tokens=args.judge_max_tokens) for s in args.judge)
         config = with_overrides(config, judges=judges)
+        config = with_batch(config) if args.batch else config
     if not config.judges:
         raise ConfigError("no judges: add [[judges]] tables to the config or pass --judge MODEL")
     command = "fairsweep " + shlex.join(argv)

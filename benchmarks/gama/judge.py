@@ -259,14 +259,15 @@ def stage(config: SweepConfig, command: str, progress: bool) -> RunOutcome | Non
     targets = stored_targets(config.db, config.run)
     prompts = [judge_prompt(t) for t in targets]
     models: list[ModelOutcome] = []
-    interrupted = False
+    interrupted, in_flight = False, 0
     for judge in judges:
         judge_config = dataclasses.replace(config, run=judge_run_name(config.run, judge.name),
                                            benchmarks=("gama",), models=(judge,), judges=())
         outcome = run_sweep(judge_config, prompts, command=command, specs=[judge], progress=progress,
                             check=make_check(targets))
         models.extend(outcome.models)
+        in_flight += outcome.batches_in_flight
         if outcome.interrupted:
             interrupted = True
             break
-    return RunOutcome(f"{config.run} (judges)", config.db, models, interrupted)
+    return RunOutcome(f"{config.run} (judges)", config.db, models, interrupted, batches_in_flight=in_flight)

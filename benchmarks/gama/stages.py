@@ -102,7 +102,7 @@ def read_back(db: str, request_ids: list[str]) -> dict[str, tuple[str, str | Non
             last_error AS (
                 SELECT request_id, arg_max(coalesce(error_class, outcome) || ': ' || coalesce(error_message, ''),
                                            started_at) AS error
-                FROM attempts WHERE outcome NOT IN ('ok', 'cached') AND request_id IN (SELECT request_id FROM wanted)
+                FROM attempts WHERE outcome NOT IN ('ok', 'cached', 'batch') AND request_id IN (SELECT request_id FROM wanted)
                 GROUP BY request_id)
             SELECT o.request_id, o.status, s.text, strftime(timezone('UTC', s.received_at), '%Y-%m-%d'), e.error
             FROM request_outcomes o JOIN wanted USING (request_id)

@@ -9,7 +9,7 @@ WITH per_request AS (
            count(*) AS attempts,
            count(*) FILTER (WHERE outcome = 'rate_limited') AS rate_limited,
            bool_or(outcome = 'permanent') AS permanent,
-           arg_max(error_class, started_at) FILTER (WHERE outcome <> 'ok') AS last_error_class
+           arg_max(error_class, started_at) FILTER (WHERE outcome NOT IN ('ok', 'batch')) AS last_error_class
     FROM attempts GROUP BY request_id
 )
 SELECT r.*,
@@ -53,5 +53,5 @@ GROUP BY o.run, o.model;
 CREATE OR REPLACE VIEW attempt_errors AS
 SELECT r.run, r.model, a.outcome, a.error_class, count(*) AS n
 FROM attempts a JOIN requests r USING (request_id)
-WHERE a.outcome <> 'ok'
+WHERE a.outcome NOT IN ('ok', 'batch')
 GROUP BY ALL;

@@ -121,7 +121,7 @@ async def _process(request: web.Request, state) -> web.StreamResponse:
         state.errors[str(rejected.status)] = state.errors.get(str(rejected.status), 0) + 1
         return rejected.response()
     fp = prompt_fingerprint(messages)
-    counts = state.per_prompt.setdefault(fp, [0, 0])
+    counts = state.per_prompt.setdefault(fp, [0, 0, None])
     counts[0] += 1
     now = time.time()
     if state.limiter.enabled and not state.limiter.admit(prompt_tokens + max_tokens, now):
@@ -161,6 +161,7 @@ async def _answer(request: web.Request, state, fault: str | None, headers: dict 
     elif request.transport is not None and not request.transport.is_closing():
         state.ok += 1
         counts[1] += 1
+        counts[2] = time.time()
     return web.json_response(payload, headers=headers)
 
 

@@ -125,7 +125,7 @@ class BatchSim:
             return {"status": reject.status, "error": _error_body(str(reject), reject.type, reject.code)}
         except Rejected as rejected:
             return {"status": rejected.status, "error": rejected.body()}
-        counts = state.per_prompt.setdefault(prompt_fingerprint(messages), [0, 0])
+        counts = state.per_prompt.setdefault(prompt_fingerprint(messages), [0, 0, None])
         counts[0] += 1
         if self.error_rng.random() < state.config.batch_error:
             self.stats["errored"] += 1
@@ -133,6 +133,7 @@ class BatchSim:
                 return {"status": 500, "error": _error_body("The server had an error.", "server_error", None)}
             return {"status": 500, "error": Rejected(500, "api_error", "Internal server error").body()}
         counts[1] += 1
+        counts[2] = time.time()
         state.ok += 1
         if api == "anthropic":
             return {"ok": message_payload(state, body, messages, model, prompt_tokens, max_tokens)}

@@ -302,7 +302,8 @@ class SimState:
             "rate_limited": self.rate_limited,
             "faults": dict(self.faults),
             "errors": dict(self.errors),
-            "per_prompt": {fp: {"received": r, "ok": o, "last_ok_at": t} for fp, (r, o, t) in self.per_prompt.items()},
+            "per_prompt": {fp: {"received": r, "ok": o} for fp, (r, o, _) in self.per_prompt.items()},
+            "answered_at": {fp: t for fp, (_, _, t) in self.per_prompt.items() if t is not None},  # last ok, wall
             "received_by_second": dict(self.received_by_second),
             "first_request_at": self.first_request_at,
             "admitted_by_second": dict(self.admitted_by_second),

@@ -106,10 +106,10 @@ def test_three_kills_at_random_moments_never_pay_twice_for_an_answer_received(si
         killed_at = time.time()
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        per_prompt = server.stats()["per_prompt"]
+        stats = server.stats()
         # Answered by the server well before the kill (not in flight): the answer reached the process.
-        reached = {p for p, v in per_prompt.items() if v["last_ok_at"] and v["last_ok_at"] < killed_at - LOOPBACK_S}
-        reached_at.append((reached, {p: v["received"] for p, v in per_prompt.items()}))
+        reached = {p for p, at in stats["answered_at"].items() if at < killed_at - LOOPBACK_S}
+        reached_at.append((reached, {p: v["received"] for p, v in stats["per_prompt"].items()}))
         open_db(db).close()  # the next open replays what was journaled
         assert reached <= stored_fingerprints(str(db)), "an answer that reached the process was lost"
     final = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)

@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 import duckdb
 
 from ...config import SweepConfig
+from ...storage.tx import transaction
 from ...storage.writer import insert_rows
 from . import labels, stats
 from .judge import JUDGE_PROMPT_VERSION, LEXICON_JUDGE, validate_judgement
@@ -42,14 +43,9 @@ def score_run(conn: duckdb.DuckDBPyConnection, config: SweepConfig) -> dict:
 
 
 def _replace(conn: duckdb.DuckDBPyConnection, table: str, run: str, columns: tuple[str, ...], rows: list) -> None:
-    conn.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(conn):
         conn.execute(f"DELETE FROM {table} WHERE run = ?", [run])
         insert_rows(conn, table, columns, rows)
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
 
 
 def _now() -> datetime:

@@ -22,6 +22,7 @@ from pathlib import Path
 import duckdb
 
 from ...errors import ConfigError
+from ...storage.tx import transaction
 from ...storage.writer import insert_rows
 from . import stats
 from .judge import blind_post
@@ -173,13 +174,12 @@ def import_labels(conn: duckdb.DuckDBPyConnection, key_path: Path, paths: list[P
         favoured = {"A": k["a_gender"], "B": k["b_gender"], "Tie": "tie"}[label]
         rows.append((run, pair_id, annotator, dimension, label, favoured, k["model"], k["scenario_id"],
                      k["a_request_id"], k["b_request_id"], now))
-    conn.execute("BEGIN TRANSACTION")
-    conn.execute("DELETE FROM gama_validation_labels WHERE list_contains($1, pair_id) AND list_contains($2, annotator)",
-                 [list(key), sorted({r[2] for r in rows})])
-    insert_rows(conn, "gama_validation_labels",
-                ("run", "pair_id", "annotator", "dimension", "label", "favoured_gender", "model", "scenario_id",
-                 "a_request_id", "b_request_id", "imported_at"), rows)
-    conn.execute("COMMIT")
+    with transaction(conn):
+        conn.execute("DELETE FROM gama_validation_labels WHERE list_contains($1, pair_id) AND "
+                     "list_contains($2, annotator)", [list(key), sorted({r[2] for r in rows})])
+        insert_rows(conn, "gama_validation_labels",
+                    ("run", "pair_id", "annotator", "dimension", "label", "favoured_gender", "model", "scenario_id",
+                     "a_request_id", "b_request_id", "imported_at"), rows)
     return _agreement(conn, run, key, labels)
 
 

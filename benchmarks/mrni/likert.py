@@ -20,6 +20,7 @@ import duckdb
 
 from ...config import SweepConfig
 from ...engine.work import Prompt
+from ...storage.tx import transaction
 from .data import read_tsv, require_verified, resolve_data_dir
 from .likert_parse import PARSER_VERSION, parse_rating
 from .likert_report import report
@@ -84,8 +85,7 @@ def score_run(conn: duckdb.DuckDBPyConnection, config: SweepConfig) -> dict[str,
         label, rating, span = parse_rating(text, meta["language"], int(meta["points"]))
         labels.append((request_id, label, rating, span, PARSER_VERSION))
     if labels:
-        conn.execute("BEGIN TRANSACTION")
-        conn.executemany("INSERT OR REPLACE INTO mrni_likert_labels VALUES (?, ?, ?, ?, ?, now())", labels)
-        conn.execute("COMMIT")
+        with transaction(conn):
+            conn.executemany("INSERT OR REPLACE INTO mrni_likert_labels VALUES (?, ?, ?, ?, ?, now())", labels)
     counts = Counter(label for _, label, *_ in labels)
     return {"labelled": len(labels), **{name: counts[name] for name in ("rating", "refusal", "unparsed")}}

@@ -29,7 +29,7 @@ def open_db(path: str | Path, *, read_only: bool = False, config: dict | None = 
         if read_only:
             from .live import connect_live
 
-            if (live := connect_live(path)) is not None:
+            if (live := connect_live(path, config)) is not None:
                 return live  # type: ignore[return-value]
         raise DatabaseError(
             f"database {path} is in use by another fairsweep process: wait for it to finish "

@@ -20,6 +20,7 @@ import socketserver
 import struct
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -171,25 +172,39 @@ class LiveResult:
 
 
 class LiveConnection:
-    """Reads a DB through the run that is writing it (see the module docstring)."""
+    """Reads a DB through the run that is writing it (see the module docstring). A run moves between
+    phases (sending, scoring, a judge stage), each serving reads, with moments in between when the file
+    is free: a read that finds no server any more goes to the next one, or to the file itself."""
 
     live = True
+    HANDOVER_S = 15.0  # how long a read waits for the next phase's server or the file
 
-    def __init__(self, path: Path, db: str | Path):
-        self.path, self.db = path, db
+    def __init__(self, path: Path, db: str | Path, config: dict | None = None):
+        self.path, self.db, self.config = path, db, config or {}
+        self._direct: duckdb.DuckDBPyConnection | None = None
 
-    def execute(self, sql: str, params: Any = None) -> LiveResult:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+    def execute(self, sql: str, params: Any = None):
+        deadline = time.monotonic() + self.HANDOVER_S
+        while True:
+            if self._direct is not None:
+                return self._direct.execute(sql, params) if params is not None else self._direct.execute(sql)
             try:
-                sock.connect(str(self.path))
-                _send(sock, json.dumps({"sql": sql, "params": params}, default=str).encode())
-                head = pickle.loads(_recv(sock))
-                rows: list[tuple] = []
-                while "error" not in head and (chunk := pickle.loads(_recv(sock))) is not None:
-                    rows.extend(chunk)
-            except OSError as exc:  # refused, reset, closed: the run ended or died meanwhile
-                raise DatabaseError(f"database {self.db} is being written by a fairsweep run that stopped answering "
-                                    f"({type(exc).__name__}): wait for it to finish, or run the command again") from None
+                return self._ask(sql, params)
+            except OSError as exc:  # refused, reset, closed: this phase of the run ended meanwhile
+                if time.monotonic() > deadline:
+                    raise DatabaseError(f"database {self.db} is being written by a fairsweep run that stopped "
+                                        f"answering ({type(exc).__name__}): run the command again") from None
+                self._direct = _open_if_free(self.db, self.config)
+                time.sleep(0.05)
+
+    def _ask(self, sql: str, params: Any) -> LiveResult:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.connect(str(self.path))
+            _send(sock, json.dumps({"sql": sql, "params": params}, default=str).encode())
+            head = pickle.loads(_recv(sock))
+            rows: list[tuple] = []
+            while "error" not in head and (chunk := pickle.loads(_recv(sock))) is not None:
+                rows.extend(chunk)
         if "error" in head:
             raise _read_error(head)
         return LiveResult(head["description"], rows)
@@ -198,13 +213,22 @@ class LiveConnection:
         return self
 
     def close(self) -> None:
-        pass
+        if self._direct is not None:
+            self._direct.close()
 
     def __enter__(self) -> "LiveConnection":
         return self
 
     def __exit__(self, *exc) -> None:
-        pass
+        self.close()
+
+
+def _open_if_free(db: str | Path, config: dict) -> duckdb.DuckDBPyConnection | None:
+    """The file read-only, if no process holds it now (between two phases of a run, or after its end)."""
+    try:
+        return duckdb.connect(str(db), read_only=True, config=config)
+    except duckdb.IOException:
+        return None
 
 
 def _read_error(head: dict) -> Exception:
@@ -213,8 +237,9 @@ def _read_error(head: dict) -> Exception:
     return duckdb.Error(head["error"])
 
 
-def connect_live(db: str | Path) -> LiveConnection | None:
-    """A connection through the live run writing `db`, or None when no run answers for it."""
+def connect_live(db: str | Path, config: dict | None = None) -> LiveConnection | None:
+    """A connection through the live run writing `db`, or None when no run answers for it. `config`: the
+    DuckDB settings to open the file with if the run ends meanwhile (the read-only guards)."""
     path = socket_path(db)
     if not path.exists():
         return None
@@ -223,4 +248,4 @@ def connect_live(db: str | Path) -> LiveConnection | None:
             probe.connect(str(path))
         except OSError:
             return None
-    return LiveConnection(path, db)
+    return LiveConnection(path, db, config)

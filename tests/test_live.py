@@ -39,7 +39,7 @@ def test_a_run_is_read_while_it_writes_and_ends_complete(sim, tmp_path, mrni_dir
     db = tmp_path / "live.duckdb"
     beside = tmp_path / "beside.csv"
     beside.write_text("keep me\n")
-    config = write_config(tmp_path / "c.toml", db, server.base_url, rpm=1500)  # 240 prompts: ~10 s
+    config = write_config(tmp_path / "c.toml", db, server.base_url, rpm=900)  # 240 prompts: ~16 s
     env = {**os.environ, "FAIRSWEEP_MRNI_DIR": str(mrni_dir)}
     run = subprocess.Popen(fairsweep_cmd("run", "--config", str(config), "--limit", "240", "--no-progress"),
                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -98,3 +98,20 @@ def test_without_a_terminal_progress_is_a_line_per_model_every_few_seconds(sim, 
     assert all("stored" in line and "ETA" in line and "pace 19.80/s" in line and "429s 0" in line for line in lines)
     assert lines[-1].split("] sim: ")[1].startswith("60/60 stored")
     assert "\x1b[" not in done.stderr.split("scored")[0].split("run live")[0]  # no bars, no escape codes
+
+
+def test_a_read_that_outlives_the_run_phase_goes_to_the_next_server_or_the_file(tmp_path):
+    """Between a run's phases (sending, scoring, a judge stage) and after its end, nobody serves reads
+    for a moment: a live connection then reads the file itself."""
+    from fairsweep.storage.db import open_db
+    from fairsweep.storage.live import LiveConnection, LiveServer
+
+    db = tmp_path / "h.duckdb"
+    writer = open_db(db)
+    server = LiveServer(writer, db).start()
+    reader = LiveConnection(server.path, db)
+    assert reader.execute("SELECT count(*) FROM attempts").fetchone() == (0,)
+    server.close()
+    writer.close()  # the run ended: the file is free
+    assert reader.execute("SELECT count(*) FROM attempts").fetchone() == (0,)  # read directly now
+    reader.close()

@@ -217,7 +217,7 @@ def test_sigkill_while_batches_are_in_flight_then_the_same_command_reattaches(si
     wait_for_batches(server, 1)
     time.sleep(0.3)
     proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    proc.communicate()  # drains and closes its pipes
     assert rows(db, "SELECT status, requests, provider_batch_id IS NOT NULL FROM batches") == [("submitted", 25, True)]
     assert rows(db, "SELECT count(*) FROM responses") == [(0,)]
     # status and `fairsweep batches` show the batch in flight; plan counts its requests as in a batch

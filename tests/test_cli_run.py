@@ -40,7 +40,7 @@ def test_sigkill_at_a_random_moment_then_resume_loses_and_repeats_nothing(sim, t
     wait_for_ok(server, 1)
     time.sleep(random.Random(seed).uniform(0.0, 2.0))
     proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    proc.communicate()  # drains and closes its pipes
     assert proc.returncode == -signal.SIGKILL
     first = stored_fingerprints(db)  # the file opens: no corruption
     assert 0 < len(first) < 300, "the kill should land mid-run"

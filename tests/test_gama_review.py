@@ -166,7 +166,7 @@ def test_sigkill_mid_review_then_resume_sends_nothing_stored_and_gives_the_same_
         assert proc.poll() is None and time.monotonic() < deadline, "the review never got going"
         time.sleep(0.02)
     proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    proc.communicate()  # drains and closes its pipes
     assert proc.returncode == -signal.SIGKILL
     first = stored_fingerprints(db)
     assert 5 <= len(first) < 40 and not out.exists(), "the kill should land mid-review"

@@ -105,7 +105,7 @@ def test_three_kills_at_random_moments_never_pay_twice_for_an_answer_received(si
         time.sleep(rng.uniform(0.3, 1.5))  # inside the 1 s flush window most of the time
         killed_at = time.time()
         proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        proc.communicate()  # drains and closes its pipes
         stats = server.stats()
         # Answered by the server well before the kill (not in flight): the answer reached the process.
         reached = {p for p, at in stats["answered_at"].items() if at < killed_at - LOOPBACK_S}

@@ -201,7 +201,7 @@ def test_a_killed_driver_is_resumed_like_any_run(ray_cluster, sim, tmp_path, mrn
                               stderr=subprocess.PIPE)
     wait_for_ok(server, 30)
     driver.send_signal(signal.SIGKILL)
-    driver.wait()
+    driver.communicate()  # drains and closes its pipes
     first = stored_fingerprints(db)
     assert 0 < len(first) < 200, "the kill should land mid-run"
     time.sleep(1.0)  # the dead driver's workers are reaped by Ray

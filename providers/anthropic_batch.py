@@ -4,7 +4,6 @@ synchronous call goes through), so a batch asks exactly what a synchronous call 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from datetime import datetime, timedelta
@@ -15,8 +14,7 @@ from ..errors import ConfigError, redact
 from ..records import WorkItem
 from .base import (AuthError, Completion, ConfigurationError, PermanentError, ProviderFailure, RateLimitedError,
                    TransientError)
-from .batch_base import BatchState, Result
-from .openai_compat import connection_failure
+from .batch_base import BatchHTTP, BatchState, Result
 from .pricing import batch_cost_usd, batch_price_source
 from .ratelimit_headers import retry_after_seconds
 
@@ -54,7 +52,7 @@ def _error_of(body: object) -> tuple[str | None, str]:
     return error.get("type"), str(error.get("message", ""))[:300]
 
 
-class AnthropicBatchAdapter:
+class AnthropicBatchAdapter(BatchHTTP):
     api = "anthropic"
     max_requests = 100_000
     max_bytes = 256 * 1024 * 1024
@@ -98,34 +96,12 @@ class AnthropicBatchAdapter:
         self._betas.update(b for b in headers.get("anthropic-beta", "").split(",") if b)
         return json.dumps({"custom_id": item.request_id, "params": params}, ensure_ascii=False).encode()
 
-    async def _json(self, method: str, path: str, **kwargs) -> dict:
-        raw = await self._call(method, path, **kwargs)
-        try:
-            return json.loads(raw)
-        except ValueError:
-            raise TransientError(f"{method} {path}: HTTP 200 with an unusable body", error_class="malformed_body") from None
+    def _headers(self) -> dict[str, str]:
+        return {"x-api-key": self._key or "", "anthropic-version": VERSION}
 
-    async def _call(self, method: str, path: str, **kwargs) -> bytes:
-        if not self._key:
-            raise AuthError(f"environment variable {self.api_key_env} is not set: export it with the API key",
-                            error_class="auth_missing_key")
-        if self._session is None:
-            self._session = aiohttp.ClientSession(headers={"x-api-key": self._key, "anthropic-version": VERSION})
-        url = self.api_base + path
-        try:
-            async with self._session.request(method, url, timeout=aiohttp.ClientTimeout(total=self.timeout_s),
-                                             **kwargs) as resp:
-                raw = await resp.read()
-                if resp.status != 200:
-                    error_type, message = _error_of(_loads(raw))
-                    message = redact(f"HTTP {resp.status}: {message}", (self._key,))
-                    raise classify(resp.status, error_type, message, resp.headers)
-                return raw
-        except aiohttp.ClientError as exc:
-            raise connection_failure(exc, url) from None
-        except asyncio.TimeoutError:
-            raise TransientError(f"no answer from {url} within {self.timeout_s:g}s", error_class="timeout",
-                                 endpoint=True) from None
+    def _failure(self, status: int, raw: bytes, headers) -> ProviderFailure:
+        error_type, message = _error_of(_loads(raw))
+        return classify(status, error_type, redact(f"HTTP {status}: {message}", (self._key or "",)), headers)
 
     async def upload(self, lines: list[bytes], tag: str) -> str | None:
         return None  # the requests travel in the create call
@@ -194,10 +170,6 @@ class AnthropicBatchAdapter:
     async def cancel(self, provider_batch_id: str) -> None:
         await self._call("POST", f"/v1/messages/batches/{provider_batch_id}/cancel")
 
-    async def aclose(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
 
 
 def _loads(raw: bytes) -> object:

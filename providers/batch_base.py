@@ -4,12 +4,17 @@ Failures of the HTTP calls themselves are the same classified ProviderFailures a
 
 from __future__ import annotations
 
+import asyncio
+import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+import aiohttp
+
 from ..records import WorkItem
-from .base import Completion, ProviderFailure
+from .base import AuthError, Completion, ProviderFailure, TransientError
+from .openai_compat import connection_failure
 
 # A request's result: an answer, a classified failure; a request without one was not processed
 # (its batch expired or was cancelled first).
@@ -56,3 +61,53 @@ class BatchAdapter(Protocol):
     async def cancel(self, provider_batch_id: str) -> None: ...
 
     async def aclose(self) -> None: ...
+
+
+class BatchHTTP:
+    """Base of the OpenAI-compatible and Anthropic batch adapters (subclasses set api_base, timeout_s,
+    api_key_env, _key and implement _headers and _failure)."""
+
+    api_base: str
+    timeout_s: float
+    api_key_env: str | None
+    _key: str | None
+    _session: aiohttp.ClientSession | None = None
+
+    def _headers(self) -> dict[str, str]:
+        raise NotImplementedError
+
+    def _failure(self, status: int, raw: bytes, headers) -> ProviderFailure:
+        raise NotImplementedError
+
+    async def _call(self, method: str, path: str, **kwargs) -> bytes:
+        if self.api_key_env and not self._key:
+            raise AuthError(f"environment variable {self.api_key_env} is not set: export it with the API key",
+                            error_class="auth_missing_key")
+        if self._session is None:
+            self._session = aiohttp.ClientSession(headers=self._headers())
+        url = self.api_base + path
+        try:
+            async with self._session.request(method, url, timeout=aiohttp.ClientTimeout(total=self.timeout_s),
+                                             **kwargs) as resp:
+                raw = await resp.read()
+                if resp.status != 200:
+                    raise self._failure(resp.status, raw, resp.headers)
+                return raw
+        except aiohttp.ClientError as exc:
+            raise connection_failure(exc, url) from None
+        except asyncio.TimeoutError:
+            raise TransientError(f"no answer from {url} within {self.timeout_s:g}s", error_class="timeout",
+                                 endpoint=True) from None
+
+    async def _json(self, method: str, path: str, **kwargs) -> dict:
+        raw = await self._call(method, path, **kwargs)
+        try:
+            return json.loads(raw)
+        except ValueError:
+            raise TransientError(f"{method} {path}: HTTP 200 with an unusable body",
+                                 error_class="malformed_body") from None
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None

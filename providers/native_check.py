@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 from ..errors import MissingDependencyError, NativeCodeError
+from ..jsonfile import read_json, write_json
 
 PORTABLE_CMAKE_ARGS = "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
 REINSTALL = (f'CMAKE_ARGS="{PORTABLE_CMAKE_ARGS}" pip install --force-reinstall --no-cache-dir --no-deps '
@@ -107,18 +108,8 @@ def _load_error(stdout: str, stderr: str) -> str:
 
 
 def _read_cache() -> dict:
-    try:
-        return json.loads(cache_file().read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
+    return read_json(cache_file())
 
 
 def _write_cache(entries: dict) -> None:
-    path = cache_file()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(entries), encoding="utf-8")
-        tmp.replace(path)
-    except OSError:
-        pass  # an unwritable cache only costs the next run another check
+    write_json(cache_file(), entries)  # an unwritable cache only costs the next run another check

@@ -4,7 +4,6 @@ are parsed and classified exactly as the synchronous adapter does (providers/ope
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 import os
@@ -13,9 +12,9 @@ from datetime import datetime
 import aiohttp
 
 from ..records import WorkItem
-from .base import AuthError, ProviderFailure, TransientError
-from .batch_base import BatchState, Result
-from .openai_compat import OpenAICompatProvider, connection_failure
+from .base import ProviderFailure
+from .batch_base import BatchHTTP, BatchState, Result
+from .openai_compat import OpenAICompatProvider
 from .pricing import batch_cost_usd, batch_price_source
 
 ENDPOINT = "/v1/chat/completions"
@@ -24,7 +23,7 @@ _ENDED = {"completed": "completed", "expired": "expired", "cancelled": "cancelle
 _UNFINISHED = ("batch_expired", "batch_cancelled")
 
 
-class OpenAIBatchAdapter:
+class OpenAIBatchAdapter(BatchHTTP):
     api = "openai"
     max_requests = 50_000
     max_bytes = 200 * 1024 * 1024
@@ -48,33 +47,11 @@ class OpenAIBatchAdapter:
         line = {"custom_id": item.request_id, "method": "POST", "url": ENDPOINT, "body": body}
         return (json.dumps(line, ensure_ascii=False) + "\n").encode()
 
-    async def _call(self, method: str, path: str, **kwargs) -> bytes:
-        if self.api_key_env and not self._key:
-            raise AuthError(f"environment variable {self.api_key_env} is not set: export it with the API key",
-                            error_class="auth_missing_key")
-        if self._session is None:
-            headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
-            self._session = aiohttp.ClientSession(headers=headers)
-        url = self.api_base + path
-        try:
-            async with self._session.request(method, url, timeout=aiohttp.ClientTimeout(total=self.timeout_s),
-                                             **kwargs) as resp:
-                raw = await resp.read()
-                if resp.status != 200:
-                    raise self._sync._classify_status(resp.status, raw, resp.headers)
-                return raw
-        except aiohttp.ClientError as exc:
-            raise connection_failure(exc, url) from None
-        except asyncio.TimeoutError:
-            raise TransientError(f"no answer from {url} within {self.timeout_s:g}s", error_class="timeout",
-                                 endpoint=True) from None
+    def _headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self._key}"} if self._key else {}
 
-    async def _json(self, method: str, path: str, **kwargs) -> dict:
-        raw = await self._call(method, path, **kwargs)
-        try:
-            return json.loads(raw)
-        except ValueError:
-            raise TransientError(f"{method} {path}: HTTP 200 with an unusable body", error_class="malformed_body") from None
+    def _failure(self, status: int, raw: bytes, headers) -> ProviderFailure:
+        return self._sync._classify_status(status, raw, headers)
 
     async def upload(self, lines: list[bytes], tag: str) -> str | None:
         form = aiohttp.FormData()
@@ -136,7 +113,3 @@ class OpenAIBatchAdapter:
     async def cancel(self, provider_batch_id: str) -> None:
         await self._call("POST", f"/batches/{provider_batch_id}/cancel")
 
-    async def aclose(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None

@@ -35,6 +35,7 @@ def mirror():
     yield serve
     for server in servers:
         server.shutdown()
+        server.server_close()
 
 
 def test_the_fixture_matches_the_pinned_checksums(mrni_dir):

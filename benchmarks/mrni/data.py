@@ -19,6 +19,7 @@ from importlib import resources
 from pathlib import Path
 
 from ...errors import DataError
+from ...jsonfile import read_json, write_json
 from .data_check import locate
 
 ENV_DIR = "FAIRSWEEP_MRNI_DIR"
@@ -101,21 +102,11 @@ def _verified_file() -> Path:
 
 
 def _verified_cache() -> dict[str, str]:
-    try:
-        return json.loads(_verified_file().read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
+    return read_json(_verified_file())
 
 
 def _save_verified(entries: dict[str, str]) -> None:
-    path = _verified_file()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(entries), encoding="utf-8")
-        tmp.replace(path)
-    except OSError:
-        pass  # no cache: the next run hashes again
+    write_json(_verified_file(), entries)  # no cache (unwritable): the next run hashes again
 
 
 def verify(data_dir: Path, trust_cache: bool = False) -> list[str]:

@@ -1,0 +1,26 @@
+"""Small JSON state files (caches of checks already done): read as {} when missing or damaged, written
+atomically (a temp file renamed into place), never fatal: a lost cache only costs the check again."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+
+def read_json(path: Path) -> dict:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def write_json(path: Path, value: dict) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(value), encoding="utf-8")
+        tmp.replace(path)
+    except OSError:
+        pass

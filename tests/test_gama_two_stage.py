@@ -15,6 +15,7 @@ import pytest
 
 from helpers import fairsweep_cmd, rows
 from fairsweep.benchmarks.gama.report import CSV_COLUMNS
+from fairsweep.storage.db import open_db
 from fairsweep.providers.sim_server import prompt_fingerprint
 
 SCENARIOS = [(f"T0{i + 1}", "public" if i < 3 else "intimate") for i in range(6)]
@@ -101,6 +102,8 @@ def write_config(path: Path, db: str, scenarios: Path, target_url: str, judge_ur
 
 
 def judge_fingerprints(db: str) -> set[str]:
+    """Judged responses that reached the process (journaled ones replayed first, as the next run would)."""
+    open_db(db).close()
     messages = rows(db, "SELECT p.messages FROM responses s JOIN requests r USING (request_id) "
                         "JOIN prompts p USING (benchmark, prompt_key, prompt_hash) WHERE r.benchmark = 'gama-judge'")
     return {prompt_fingerprint(json.loads(m[0])) for m in messages}

@@ -65,7 +65,10 @@ class ModelOutcome:
     def answered(self) -> int:
         return self.answered_before + self.cached + self.stored
 
-    def add(self, counts: SendCounts) -> None:
+    def add(self, counts: SendCounts | None) -> None:
+        """What this session sent (None: nothing was left to send)."""
+        if counts is None:
+            return
         self.stored, self.failed, self.gave_up = counts.stored, counts.failed, counts.gave_up
         self.not_sent, self.stopped, self.last_errors = counts.not_sent, counts.stopped, dict(counts.last_errors)
 

@@ -53,22 +53,16 @@ def run_sweep(config: SweepConfig, prompts: list[Prompt], *, command: str, specs
     live = LiveServer(conn, config.db).start()  # other commands read this DB through this process
     try:
         session_id = register_run(conn, config, command)
-        planned = plan_work(config, prompts, specs)
-        plan_requests(conn, [item for items in planned.values() for item in items])
-        todo = {name: remaining(conn, items, retry_failed) for name, items in planned.items()}
-        outcomes = [ModelOutcome(name, len(items), len(items) - len(todo[name]), answered_count(conn, items))
-                    for name, items in planned.items()]
-        batched = BatchSender.needed(conn, config, specs)
+        todo, outcomes = plan_session(conn, config, prompts, specs, retry_failed)
         writer = BatchWriter(conn, flush_rows=config.flush_rows, flush_ms=config.flush_ms,
                              journal=Journal(config.db, fsync=config.journal_fsync))
         try:
             gate = build_gate(conn, config, specs, writer)
+            batched = BatchSender.needed(conn, config, specs)
             batches = BatchSender(conn, config, batched, writer, session_id, policy, check, gate) if batched else None
             if batches:  # requests in a batch still in flight are followed there, never sent again
                 todo = batches.attach(todo)
-            for outcome in outcomes:  # identical deterministic requests already answered in this DB: never re-sent
-                still = serve_from_cache(conn, todo[outcome.name], session_id)
-                outcome.cached, todo[outcome.name] = len(todo[outcome.name]) - len(still), still
+            serve_cached(conn, todo, outcomes, session_id)
             totals = {o.name: (o.planned, o.already_done + o.cached) for o in outcomes}
             breaker = BreakerSettings(config.breaker_failures, float(config.breaker_seconds))
             sent = send(SweepJob(specs, todo, writer, session_id, policy, progress, check, gate, totals, breaker),
@@ -76,13 +70,30 @@ def run_sweep(config: SweepConfig, prompts: list[Prompt], *, command: str, specs
         finally:
             writer.close()
         for outcome in outcomes:
-            if outcome.name in sent.models:
-                outcome.add(sent.models[outcome.name])
+            outcome.add(sent.models.get(outcome.name))
         return RunOutcome(config.run, config.db, outcomes, sent.interrupted, warnings=list(gate.drift_warnings),
                           batches_in_flight=len(batches.in_flight()) if batches else 0)
     finally:
         live.close()
         conn.close()
+
+
+def plan_session(conn, config: SweepConfig, prompts: list[Prompt], specs: list[ModelSpec],
+                 retry_failed: tuple[str, ...] | None) -> tuple[dict[str, list[WorkItem]], list[ModelOutcome]]:
+    """Record the plan; what is left to send per model, and each model's outcome so far."""
+    planned = plan_work(config, prompts, specs)
+    plan_requests(conn, [item for items in planned.values() for item in items])
+    todo = {name: remaining(conn, items, retry_failed) for name, items in planned.items()}
+    outcomes = [ModelOutcome(name, len(items), len(items) - len(todo[name]), answered_count(conn, items))
+                for name, items in planned.items()]
+    return todo, outcomes
+
+
+def serve_cached(conn, todo: dict[str, list[WorkItem]], outcomes: list[ModelOutcome], session_id: str) -> None:
+    """Identical deterministic requests already answered in this DB are served from there, never sent."""
+    for outcome in outcomes:
+        still = serve_from_cache(conn, todo[outcome.name], session_id)
+        outcome.cached, todo[outcome.name] = len(todo[outcome.name]) - len(still), still
 
 
 def send(job: SweepJob, executor: Executor, batches: BatchSender | None) -> SessionCounts:

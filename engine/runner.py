@@ -18,7 +18,7 @@ from ..storage.db import open_db
 from ..storage.journal import Journal
 from ..storage.live import LiveServer
 from ..storage.writer import BatchWriter
-from .batch import BatchSender
+from .batch import batched_specs
 from .executors import SweepJob, select_executor
 from .gate import build_gate
 from .limit_policy import BreakerSettings
@@ -27,6 +27,7 @@ from .scheduler import OutputCheck, RetryPolicy
 from .work import plan_items
 
 if TYPE_CHECKING:
+    from .batch.sender import BatchSender
     from .executors import Executor
 
 __all__ = ["run_sweep", "plan_work", "ModelOutcome", "RunOutcome"]
@@ -58,8 +59,10 @@ def run_sweep(config: SweepConfig, prompts: list[Prompt], *, command: str, specs
                              journal=Journal(config.db, fsync=config.journal_fsync))
         try:
             gate = build_gate(conn, config, specs, writer)
-            batched = BatchSender.needed(conn, config, specs)
-            batches = BatchSender(conn, config, batched, writer, session_id, policy, check, gate) if batched else None
+            batches = None
+            if batched := batched_specs(conn, config, specs):
+                from .batch.sender import BatchSender  # its adapters only for runs that batch
+                batches = BatchSender(conn, config, batched, writer, session_id, policy, check, gate)
             if batches:  # requests in a batch still in flight are followed there, never sent again
                 todo = batches.attach(todo)
             serve_cached(conn, todo, outcomes, session_id)
@@ -96,7 +99,7 @@ def serve_cached(conn, todo: dict[str, list[WorkItem]], outcomes: list[ModelOutc
         outcome.cached, todo[outcome.name] = len(todo[outcome.name]) - len(still), still
 
 
-def send(job: SweepJob, executor: Executor, batches: BatchSender | None) -> SessionCounts:
+def send(job: SweepJob, executor: Executor, batches: "BatchSender | None") -> SessionCounts:
     """Batch models' batches are submitted first, then the other models are sent synchronously while the
     provider works on the batches, then the batches are followed to their end."""
     if batches is None:

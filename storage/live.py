@@ -124,7 +124,7 @@ class LiveServer:
         finally:
             os.umask(old_mask)
         self._server.conn = self._conn  # type: ignore[attr-defined]
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.2},
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
                                         name="fairsweep-live-reads", daemon=True)
         self._thread.start()
         return self

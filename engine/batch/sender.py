@@ -72,12 +72,6 @@ class BatchSender:
         self.interrupted = False
         self._backoff = wait_random_exponential(multiplier=policy.backoff_initial_s, max=policy.backoff_max_s)
 
-    @classmethod
-    def needed(cls, conn, config: SweepConfig, specs: list[ModelSpec]) -> list[ModelSpec]:
-        """The specs this session must batch: batch models, and any model with batches still in flight."""
-        live = {b.model for b in live_batches(conn, config.run, [s.name for s in specs])}
-        return [s for s in specs if s.batch or s.name in live]
-
     # ------------------------------------------------------------------ the runner's three calls
 
     def attach(self, todo: dict[str, list[WorkItem]]) -> dict[str, list[WorkItem]]:

@@ -51,7 +51,11 @@ def _conflict_message(config: SweepConfig, stored: dict, new: dict) -> str:
 
 
 def plan_requests(conn: duckdb.DuckDBPyConnection, items: list[WorkItem]) -> None:
-    """Record prompts and planned requests (idempotent)."""
+    """Record prompts and planned requests (idempotent). Only requests not planned yet are serialised and
+    written: a resumed run whose plan is stored writes nothing (a request is always stored with its prompt)."""
+    items = _unplanned(conn, items)
+    if not items:
+        return
     prompts = {}
     for item in items:
         p = item.prompt
@@ -65,6 +69,15 @@ def plan_requests(conn: duckdb.DuckDBPyConnection, items: list[WorkItem]) -> Non
                      "ordinal", "cache_key"),
                     [(i.request_id, i.run, i.model, i.prompt.benchmark, i.prompt.key, i.prompt.prompt_hash,
                       i.sample, canonical_json(i.params), i.ordinal, i.cache_key) for i in items])
+
+
+def _unplanned(conn: duckdb.DuckDBPyConnection, items: list[WorkItem]) -> list[WorkItem]:
+    """The items whose request is not stored yet. Read by run: requests are written run by run, so the
+    scan skips other runs' row groups (a few ms at a million requests)."""
+    planned: set[str] = set()
+    for run in {i.run for i in items}:
+        planned.update(r[0] for r in conn.execute("SELECT request_id FROM requests WHERE run = ?", [run]).fetchall())
+    return [i for i in items if i.request_id not in planned]
 
 
 def remaining(conn: duckdb.DuckDBPyConnection, items: list[WorkItem],

@@ -38,6 +38,10 @@ class ReportTable:
     notes: Callable[[list[dict]], list[str]] = _no_notes  # lines under each (sub-)table
     partial: Callable[[dict], bool] = _never   # a row below full coverage (highlighted)
     collapsed: bool = False                    # HTML: folded (long detail tables)
+    key_columns: int = 1                       # leading display columns repeated when a wide table is split
+    # Terminal only: the display columns of each printed part (keys included); headers and columns must
+    # then align (side_by_side's do), and a row with no value in a part's other columns is left out of it.
+    terminal_parts: tuple[tuple[int, ...], ...] = ()
 
     def groups(self) -> list[tuple[str | None, list[dict]]]:
         """(sub-table title, its rows) in row order; one untitled group when the table is not split."""
@@ -121,17 +125,46 @@ def markdown(table: ReportTable) -> str:
     return "\n".join(lines)
 
 
+# A terminal table wider than this is printed in parts of at most this many columns, each repeating the
+# key columns: rich lays out every cell of a table at once, so 200 runs side by side (1,000+ columns)
+# took minutes to print and could not be read anyway.
+MAX_TERMINAL_COLUMNS = 16
+
+
 def print_rich(table: ReportTable, console: Console) -> None:
+    parts = table.terminal_parts or column_parts(len(table.headers), table.key_columns)
     for title, rows in table.groups():
-        grid = Table(title=f"{table.title} · {title}" if title else table.title)
-        for i, header in enumerate(table.headers):
-            grid.add_column(header, justify="left" if i == 0 else "right")
-        for row in rows:
-            grid.add_row(*table.cells(row), style="yellow" if table.partial(row) else None)
-        console.print(grid)
+        cells = [table.cells(row) for row in rows]
+        for n, part in enumerate(parts, 1):
+            name = f"{table.title} · {title}" if title else table.title
+            shown = [(row, line) for row, line in zip(rows, cells) if _in_part(table, row, part)]
+            if len(parts) > 1:
+                if not shown:
+                    continue
+                name += f" · part {n} of {len(parts)}"
+            grid = Table(title=name)
+            for i in part:
+                grid.add_column(table.headers[i], justify="left" if i == 0 else "right")
+            for row, line in shown:
+                grid.add_row(*(line[i] for i in part), style="yellow" if table.partial(row) else None)
+            console.print(grid)
         for note in table.notes(rows):
             console.print(note, highlight=False, markup=False)
         console.print()
+
+
+def _in_part(table: ReportTable, row: dict, part: tuple[int, ...] | list[int]) -> bool:
+    if not table.terminal_parts:
+        return True
+    return any(row.get(table.columns[i]) is not None for i in part[table.key_columns:])
+
+
+def column_parts(n: int, keys: int, width: int = MAX_TERMINAL_COLUMNS) -> list[list[int]]:
+    """Column indices of each part: all of them when n <= width, else the keys plus the next values."""
+    if n <= width:
+        return [list(range(n))]
+    step = max(width - keys, 1)
+    return [list(range(keys)) + list(range(i, min(i + step, n))) for i in range(keys, n, step)]
 
 
 def side_by_side(name: str, title: str, rows: Sequence[dict], keys: tuple[str, ...], values: tuple[str, ...],
@@ -148,8 +181,14 @@ def side_by_side(name: str, title: str, rows: Sequence[dict], keys: tuple[str, .
             line[f"{value}:{row['run']}"] = row[value]
     value_columns = tuple(f"{v}:{run}" for v in values for run in runs)
     ordered = list(wide.values())  # first appearance: the views' order (e.g. conditions in protocol order)
+    # In the terminal: a few runs per table, each with only the rows those runs have.
+    per_part = max(1, (MAX_TERMINAL_COLUMNS - len(keys)) // len(values))
+    parts = tuple(tuple(range(len(keys))) + tuple(len(keys) + v * len(runs) + r for v in range(len(values))
+                                                  for r in range(start, min(start + per_part, len(runs))))
+                  for start in range(0, len(runs), per_part))
     return ReportTable(
         name=name, title=title, columns=(*keys, *value_columns),
         rows=[{c: line.get(c) for c in (*keys, *value_columns)} for line in ordered],
-        headers=(*keys, *(f"{v} · {run}" for v in values for run in runs)),
+        headers=(*keys, *(f"{v} · {run}" for v in values for run in runs)), key_columns=len(keys),
+        terminal_parts=parts if len(parts) > 1 else (),
         cells=lambda line: [str(line[k]) for k in keys] + [fmt(c.split(":", 1)[0], line[c]) for c in value_columns])

@@ -429,3 +429,21 @@ def test_scoring_twice_gives_the_same_tables(toy_db):
     assert before == after
     assert conn.execute("SELECT count(*), count(DISTINCT judge_request_id) FROM gama_judgements").fetchone() == (48, 48)
     assert JUDGE_PROMPT_VERSION == conn.execute("SELECT gama_judge_prompt_version()").fetchone()[0]
+
+
+def test_scoring_again_scores_nothing_and_rewrites_no_table(toy_db):
+    """Incremental: a second scoring with nothing new parses no judge answer, scores no response with the
+    lexicon and leaves the statistics tables as they were (computed_at included)."""
+    conn, _ = toy_db
+    tables = ("gama_judgements", "gama_lexicon_scores", "gama_gap_tests", "gama_judge_agreement",
+              "gama_lexicon_agreement", "scoring_state")
+    before = {t: conn.execute(f"SELECT * FROM {t} ORDER BY ALL").fetchall() for t in tables}
+    counts = score_run(conn, SweepConfig(db="unused", run="toy", benchmarks=("gama",)))
+    assert (counts["lexicon"], counts["judgements"], counts["gap tests"]) == (0, 0, "up to date")
+    assert {t: conn.execute(f"SELECT * FROM {t} ORDER BY ALL").fetchall() for t in tables} == before
+    # a judgement gone (e.g. a new judge prompt version dropped it): the tests are recomputed from what is left
+    conn.execute("DELETE FROM gama_judgements WHERE judge_request_id = (SELECT min(judge_request_id) "
+                 "FROM gama_judgements)")
+    counts = score_run(conn, SweepConfig(db="unused", run="toy", benchmarks=("gama",)))
+    assert counts["judgements"] == 1 and counts["gap tests"] == len(before["gama_gap_tests"])
+    assert conn.execute("SELECT count(*) FROM gama_judgements").fetchone() == (48,)

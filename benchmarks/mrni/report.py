@@ -22,7 +22,7 @@ from rich.table import Table
 
 from ...errors import ConfigError, DatabaseError
 from ...storage.db import open_db
-from .. import plots, report_tables
+from .. import report_tables
 from ..report_tables import (Plot, ReportSection, ReportTable, num, p_value, print_rich, side_by_side,
                              write_csv)
 from .stats import CONDITIONS, EFFECT_CONDITION
@@ -331,6 +331,8 @@ def tables(data: MrniRows) -> list[ReportTable]:
 
 def section(db: str, runs: list[str] | None) -> ReportSection:
     """The MRNI-BB part of the HTML report: tables, plots, header facts, warnings."""
+    from .. import plots  # matplotlib: imported only for the HTML report (~0.7 s)
+
     data = load(db, runs)
     figures = [
         Plot("mrni_conditions", "Accuracy and male attribution per condition",

@@ -15,6 +15,10 @@ answers that choose an option) and s_amb_strict (strict accuracy n_U / answered)
 
 Defaults: B = N_BOOT resamples, base seed SEED; each (run, model, language) draws from its own
 stream seeded by (seed, crc32 of its names), so results do not depend on what else is in the DB.
+
+Incremental: `update_statistics` recomputes only the (run, model) cells whose inputs changed since they
+were computed (planned requests, labels, B, seed, STATS_VERSION), as fingerprinted in `scoring_state`; a
+resume that added nothing recomputes nothing (and never imports scipy).
 """
 
 from __future__ import annotations
@@ -25,11 +29,12 @@ from datetime import datetime, timezone
 
 import duckdb
 import numpy as np
-from scipy.special import bdtr
 
 N_BOOT = 1000
 SEED = 20260
 LEVEL = 0.95
+STATS_VERSION = "mrni-stats-1"  # change when the statistics change: every cell is then recomputed once
+BENCHMARK = "mrni"
 CONDITIONS = ("disambiguated_ga", "disambiguated_gs", "ambiguous_ga", "ambiguous_gs", "control_gs")
 GOLD_U = frozenset({"ambiguous_ga", "ambiguous_gs", "control_gs"})
 GS = frozenset({"disambiguated_gs", "ambiguous_gs", "control_gs"})
@@ -109,18 +114,26 @@ def group_seed(seed: int, run: str, model: str, language: str) -> np.random.Gene
     return np.random.default_rng([seed, zlib.crc32(f"{run}\x1f{model}\x1f{language}".encode())])
 
 
-def load_groups(conn: duckdb.DuckDBPyConnection, run: str) -> list[Group]:
-    """Answered (labelled) rows of the run, counted per cluster and condition."""
-    rows = conn.execute("""
+def load_groups(conn: duckdb.DuckDBPyConnection, run: str, models: list[str] | None = None) -> list[Group]:
+    """Answered (labelled) rows of the run (of these models, or all), counted per cluster and condition."""
+    rows = conn.execute(f"""
         SELECT model, language, pair, condition, count(*), count(*) FILTER (WHERE correct),
                count(*) FILTER (WHERE label = 'M'), count(*) FILTER (WHERE label = 'W'),
                count(*) FILTER (WHERE label = 'U')
-        FROM mrni_scored WHERE run = ? AND label IS NOT NULL
-        GROUP BY ALL ORDER BY model, language, pair, condition""", [run]).fetchall()
+        FROM mrni_scored WHERE run = $run AND label IS NOT NULL {_models_clause(models)}
+        GROUP BY ALL ORDER BY model, language, pair, condition""", _params(run, models)).fetchall()
     by_group: dict[tuple[str, str], list[tuple]] = {}
     for row in rows:
         by_group.setdefault((row[0], row[1]), []).append(row[2:])
     return [_group(model, language, found) for (model, language), found in by_group.items()]
+
+
+def _models_clause(models: list[str] | None) -> str:
+    return "" if models is None else "AND list_contains($models, model)"
+
+
+def _params(run: str, models: list[str] | None) -> dict:
+    return {"run": run} if models is None else {"run": run, "models": list(models)}
 
 
 def _group(model: str, language: str, rows: list[tuple]) -> Group:
@@ -159,6 +172,8 @@ def binomial_p_half(k: int, n: int) -> float:
     """Two-sided exact binomial test of p = 0.5 (what scipy.stats.binomtest(k, n, 0.5) gives): the
     distribution is symmetric, so the two tails are equal and p = 2 x the smaller one, at most 1. From
     scipy.special's binomial CDF: scipy.stats would cost ~45 MB of memory and ~0.3 s of start-up here."""
+    from scipy.special import bdtr  # here, not at import: only a run with answers to test needs scipy
+
     tail = bdtr(min(k, n - k), n, 0.5)
     return float(min(1.0, 2.0 * tail))
 
@@ -178,21 +193,53 @@ def binomial_rows(run: str, group: Group) -> list[tuple]:
     return out
 
 
-def compute_statistics(conn: duckdb.DuckDBPyConnection, run: str, *, n_boot: int = N_BOOT,
-                       seed: int = SEED) -> dict[str, int]:
-    """Recompute mrni_intervals and mrni_binomial for one run (replacing its old rows)."""
+def fingerprints(conn: duckdb.DuckDBPyConnection, run: str, n_boot: int, seed: int) -> dict[str, str]:
+    """model -> what its statistics depend on: planned requests, labels (count and newest scored_at: every
+    label written gets a new one), B, seed and STATS_VERSION. Read before the inputs, so a change made
+    meanwhile shows as a changed fingerprint next time, never as an unchanged one."""
+    rows = conn.execute("""
+        SELECT r.model, count(*), count(l.request_id), max(l.scored_at)
+        FROM requests r LEFT JOIN mrni_labels l USING (request_id)
+        WHERE r.run = ? AND r.benchmark = ? GROUP BY r.model""", [run, BENCHMARK]).fetchall()
+    return {model: f"{STATS_VERSION} planned={planned} labelled={labelled} "
+                   f"newest={newest.isoformat() if newest else '-'} n_boot={n_boot} seed={seed}"
+            for model, planned, labelled, newest in rows}
+
+
+def update_statistics(conn: duckdb.DuckDBPyConnection, run: str, *, n_boot: int = N_BOOT,
+                      seed: int = SEED) -> dict[str, int]:
+    """Recompute the statistics of the run's models whose fingerprint changed since they were computed;
+    leave the others (and every other run) untouched."""
+    current = fingerprints(conn, run, n_boot, seed)
+    stored = dict(conn.execute("SELECT model, inputs FROM scoring_state WHERE benchmark = ? AND run = ?",
+                               [BENCHMARK, run]).fetchall())
+    stale = sorted(model for model, inputs in current.items() if stored.get(model) != inputs)
+    computed = {"intervals": 0, "binomial tests": 0}
+    if stale:
+        computed = compute_statistics(conn, run, n_boot=n_boot, seed=seed, models=stale, inputs=current)
+    return {**computed, "models recomputed": len(stale), "models up to date": len(current) - len(stale)}
+
+
+def compute_statistics(conn: duckdb.DuckDBPyConnection, run: str, *, n_boot: int = N_BOOT, seed: int = SEED,
+                       models: list[str] | None = None, inputs: dict[str, str] | None = None) -> dict[str, int]:
+    """Recompute mrni_intervals and mrni_binomial for one run (every model, or these), replacing their old
+    rows, and record the fingerprints they were computed from (`inputs`: read now when not given)."""
+    inputs = inputs if inputs is not None else fingerprints(conn, run, n_boot, seed)
     intervals, binomial = [], []
-    for group in load_groups(conn, run):
+    for group in load_groups(conn, run, models):
         intervals += interval_rows(run, group, n_boot, seed)
         binomial += binomial_rows(run, group)
-    coverage = _coverage(conn, run)
+    coverage = _coverage(conn, run, models)
     now = datetime.now(timezone.utc)
+    done = sorted(inputs) if models is None else [m for m in models if m in inputs]
     conn.execute("BEGIN TRANSACTION")
     try:
-        conn.execute("DELETE FROM mrni_intervals WHERE run = ?", [run])
-        conn.execute("DELETE FROM mrni_binomial WHERE run = ?", [run])
+        for table in ("mrni_intervals", "mrni_binomial"):
+            conn.execute(f"DELETE FROM {table} WHERE run = $run {_models_clause(models)}", _params(run, models))
         _insert(conn, "mrni_intervals", INTERVAL_COLUMNS, [(*r, *coverage[_key(r)], now) for r in intervals])
         _insert(conn, "mrni_binomial", BINOMIAL_COLUMNS, [(*r, *coverage[_key(r)], now) for r in binomial])
+        _insert(conn, "scoring_state", ("benchmark", "run", "model", "inputs", "computed_at"),
+                [(BENCHMARK, run, m, inputs[m], now) for m in done], replace=True)
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
@@ -204,18 +251,23 @@ def _key(row: tuple) -> tuple[str, str, str]:
     return row[1], row[2], row[3]
 
 
-def _coverage(conn: duckdb.DuckDBPyConnection, run: str) -> dict[tuple[str, str, str], tuple]:
+def _coverage(conn: duckdb.DuckDBPyConnection, run: str,
+              models: list[str] | None = None) -> dict[tuple[str, str, str], tuple]:
     """(model, language, condition) -> (expected, answered, coverage), from the SQL views."""
-    rows = conn.execute("""
+    clause = _models_clause(models)
+    rows = conn.execute(f"""
         SELECT model, language, condition, expected, answered, coverage
-        FROM mrni_condition_metrics WHERE run = $1
+        FROM mrni_condition_metrics WHERE run = $run {clause}
         UNION ALL
-        SELECT model, language, $2, expected, answered, coverage
-        FROM mrni_gender_marker_effect WHERE run = $1""", [run, EFFECT_CONDITION]).fetchall()
+        SELECT model, language, $effect, expected, answered, coverage
+        FROM mrni_gender_marker_effect WHERE run = $run {clause}""",
+                        {**_params(run, models), "effect": EFFECT_CONDITION}).fetchall()
     return {(r[0], r[1], r[2]): (r[3], r[4], r[5]) for r in rows}
 
 
-def _insert(conn: duckdb.DuckDBPyConnection, table: str, columns: tuple[str, ...], rows: list[tuple]) -> None:
+def _insert(conn: duckdb.DuckDBPyConnection, table: str, columns: tuple[str, ...], rows: list[tuple],
+            replace: bool = False) -> None:
     if rows:
         marks = ", ".join("?" * len(columns))
-        conn.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows)
+        verb = "INSERT OR REPLACE" if replace else "INSERT"
+        conn.executemany(f"{verb} INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows)

@@ -15,20 +15,21 @@ CREATE OR REPLACE MACRO mrni_ratio(num, den) AS num::DOUBLE / NULLIF(den, 0);
 
 -- One row per results row of benchmark 'mrni': the prompt's design fields, gold label,
 -- response text and its label (NULL while pending, failed or not yet scored).
+-- The design fields are read from each prompt's JSON once per prompt (every run that sends a prompt shares
+-- its row), then joined to the requests; a WHERE on run reaches request_status' requests scan.
 CREATE OR REPLACE VIEW mrni_scored AS
 WITH meta AS (
-    SELECT q.request_id,
-           json_extract_string(p.metadata, '$.language') AS language,
-           json_extract_string(p.metadata, '$.subscale') AS subscale,
-           json_extract_string(p.metadata, '$.Category') AS category,
-           TRY_CAST(json_extract_string(p.metadata, '$."MRNI-item"') AS INTEGER) AS item,
-           json_extract_string(p.metadata, '$.Scenario') AS scenario,
-           json_extract_string(p.metadata, '$.condition') AS condition,
-           json_extract_string(p.metadata, '$.mapping') AS mapping,
-           json_extract_string(p.metadata, '$.gold_answer') AS gold_answer
-    FROM requests q
-    JOIN prompts p USING (benchmark, prompt_key, prompt_hash)
-    WHERE q.benchmark = 'mrni'
+    SELECT benchmark, prompt_key, prompt_hash,
+           json_extract_string(metadata, '$.language') AS language,
+           json_extract_string(metadata, '$.subscale') AS subscale,
+           json_extract_string(metadata, '$.Category') AS category,
+           TRY_CAST(json_extract_string(metadata, '$."MRNI-item"') AS INTEGER) AS item,
+           json_extract_string(metadata, '$.Scenario') AS scenario,
+           json_extract_string(metadata, '$.condition') AS condition,
+           json_extract_string(metadata, '$.mapping') AS mapping,
+           json_extract_string(metadata, '$.gold_answer') AS gold_answer
+    FROM prompts
+    WHERE benchmark = 'mrni'
 ), coded AS (
     SELECT *,
            -- gold label from the released gold text (both languages; curly apostrophe folded)
@@ -46,20 +47,22 @@ WITH meta AS (
                 WHEN starts_with(mapping, 'base_woman_') OR starts_with(mapping, 'base_donna_') THEN 'W'
            END AS first_label
     FROM meta
+), design AS (
+    SELECT *,
+           -- the bootstrap cluster: the 16 prompts of one item-scenario pair are not independent
+           language || ':' || item || ':' || scenario AS pair,
+           right(condition, 2) AS marker,                 -- 'ga' or 'gs'
+           CASE first_label WHEN 'X' THEN 'Y' WHEN 'Y' THEN 'X' WHEN 'M' THEN 'W' WHEN 'W' THEN 'M' END
+               AS second_label
+    FROM coded
 )
-SELECT r.run, r.model, r.prompt_key, r.sample, r.request_id, r.status,
-       c.language, c.subscale, c.category, c.item, c.scenario,
-       -- the bootstrap cluster: the 16 prompts of one item-scenario pair are not independent
-       c.language || ':' || c.item || ':' || c.scenario AS pair,
-       c.condition, right(c.condition, 2) AS marker,      -- 'ga' or 'gs'
-       c.mapping, c.first_label,
-       CASE c.first_label WHEN 'X' THEN 'Y' WHEN 'Y' THEN 'X' WHEN 'M' THEN 'W' WHEN 'W' THEN 'M' END
-           AS second_label,
-       c.gold_answer, c.gold,
-       r.response, l.label, l.span, l.parser_version, l.scored_at,
+SELECT o.run, o.model, o.prompt_key, o.sample, o.request_id, o.status,
+       c.language, c.subscale, c.category, c.item, c.scenario, c.pair, c.condition, c.marker,
+       c.mapping, c.first_label, c.second_label, c.gold_answer, c.gold,
+       o.response, l.label, l.span, l.parser_version, l.scored_at,
        l.label = c.gold AS correct                        -- NULL when there is no label
-FROM results r
-JOIN coded c USING (request_id)
+FROM request_status o
+JOIN design c USING (benchmark, prompt_key, prompt_hash)
 LEFT JOIN mrni_labels l USING (request_id);
 
 -- Counts at three grains in one pass (GROUPING SETS): condition, category, MRNI item, each

@@ -14,10 +14,9 @@ WITH base AS (
            json_extract_string(p.metadata, '$.subscale') AS subscale,
            json_extract_string(p.metadata, '$.secondary_subscale') AS secondary_subscale,
            CAST(json_extract_string(p.metadata, '$.points') AS INTEGER) AS points,
-           s.text AS response, l.label, l.rating, l.span, l.parser_version
-    FROM request_outcomes o
+           o.response, l.label, l.rating, l.span, l.parser_version
+    FROM request_status o
     JOIN prompts p ON p.benchmark = o.benchmark AND p.prompt_key = o.prompt_key AND p.prompt_hash = o.prompt_hash
-    LEFT JOIN responses s USING (request_id)
     LEFT JOIN mrni_likert_labels l USING (request_id)
     WHERE o.benchmark = 'mrni-likert'
 )

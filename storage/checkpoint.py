@@ -14,8 +14,9 @@ from .. import __version__
 from ..config import SweepConfig
 from ..records import WorkItem, canonical_json
 from ..errors import RunConflictError
+from .design import design_rows
 from .tx import transaction
-from .writer import insert_rows
+from .bulk import insert_rows
 
 
 def identity_hash(identity: dict[str, Any]) -> str:
@@ -68,6 +69,9 @@ def plan_requests(conn: duckdb.DuckDBPyConnection, items: list[WorkItem]) -> Non
             insert_rows(conn, "prompts", ("benchmark", "prompt_key", "prompt_hash", "messages", "metadata"),
                         [(p.benchmark, p.key, p.prompt_hash, canonical_json(list(p.messages)),
                           canonical_json(p.metadata)) for p in chunk])
+        for table, (columns, rows) in design_rows(list(prompts.values())).items():
+            for chunk in _chunks(rows):
+                insert_rows(conn, table, columns, chunk)
         for chunk in _chunks(new):
             insert_rows(conn, "requests",
                         ("request_id", "run", "model", "benchmark", "prompt_key", "prompt_hash", "sample", "params",

@@ -240,6 +240,26 @@ def test_a_rewritten_view_gives_the_rows_and_types_it_gave_before(db, view):
                                      f"AND model <> 'm2'").fetchall())
 
 
+def test_design_rows_hold_what_the_json_gives_and_prompts_without_them_read_the_same(db):
+    from_json = db.execute("""
+        SELECT prompt_key, prompt_hash, json_extract_string(metadata, '$.language'),
+               json_extract_string(metadata, '$.subscale'), json_extract_string(metadata, '$.Category'),
+               json_extract_string(metadata, '$."MRNI-item"'), json_extract_string(metadata, '$.Scenario'),
+               json_extract_string(metadata, '$.condition'), json_extract_string(metadata, '$.mapping'),
+               json_extract_string(metadata, '$.gold_answer')
+        FROM prompts WHERE benchmark = 'mrni' ORDER BY ALL""").fetchall()
+    design = db.execute("SELECT * EXCLUDE (benchmark) FROM mrni_design ORDER BY ALL").fetchall()
+    assert len(design) == 64 and design == from_json
+    before = db.execute("SELECT * FROM mrni_scored").fetchall()
+    db.execute("BEGIN TRANSACTION")
+    try:  # a DB written before design rows existed: half its prompts have none
+        db.execute("DELETE FROM mrni_design WHERE hash(prompt_key) % 2 = 0")
+        assert 0 < db.execute("SELECT count(*) FROM mrni_design").fetchone()[0] < 64
+        assert same_rows(db.execute("SELECT * FROM mrni_scored").fetchall(), before)
+    finally:
+        db.execute("ROLLBACK")
+
+
 def test_run_status_counts_retries_as_attempts_beyond_the_first(db):
     # r1 x m1: the 70 requests cycle through the eight histories (offset 0): per cycle of 8, attempts
     # 0+2+2+3+1+2+1+1 = 12 and retries 0+1+1+2+0+1+0+0 = 5; 70 = 8 x 8 + 6 (kinds 0..5: 10 attempts, 5 retries)
@@ -284,3 +304,15 @@ def test_planning_a_planned_run_writes_nothing_and_a_larger_plan_only_what_is_ne
     assert conn.execute("SELECT run, count(*) FROM requests GROUP BY 1 ORDER BY 1").fetchall() == \
         [("other", 5), ("r", 40)]
     conn.close()
+
+
+@pytest.mark.parametrize("value", ["7", "l’uomo", 7, -3, 2.5, True, False, None, [1, "a"], {"k": "v", "n": 1}])
+def test_a_design_value_is_the_text_duckdb_extracts_from_the_json(value):
+    import json
+
+    import duckdb
+
+    from fairsweep.storage.design import json_text
+
+    got = duckdb.connect().execute("SELECT json_extract_string(?, '$.v')", [json.dumps({"v": value})]).fetchone()[0]
+    assert json_text(value) == got

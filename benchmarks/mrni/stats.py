@@ -253,16 +253,22 @@ def _key(row: tuple) -> tuple[str, str, str]:
 
 def _coverage(conn: duckdb.DuckDBPyConnection, run: str,
               models: list[str] | None = None) -> dict[tuple[str, str, str], tuple]:
-    """(model, language, condition) -> (expected, answered, coverage), from the SQL views."""
-    clause = _models_clause(models)
+    """(model, language, condition) -> (expected, answered, coverage), counted as the SQL views count them
+    (mrni_condition_metrics, mrni_gender_marker_effect) but from mrni_scored directly: the metric views'
+    grouping sets would cost ~60 MB of peak memory for two numbers per cell."""
     rows = conn.execute(f"""
-        SELECT model, language, condition, expected, answered, coverage
-        FROM mrni_condition_metrics WHERE run = $run {clause}
-        UNION ALL
-        SELECT model, language, $effect, expected, answered, coverage
-        FROM mrni_gender_marker_effect WHERE run = $run {clause}""",
-                        {**_params(run, models), "effect": EFFECT_CONDITION}).fetchall()
-    return {(r[0], r[1], r[2]): (r[3], r[4], r[5]) for r in rows}
+        SELECT model, language, condition, count(*), count(label)
+        FROM mrni_scored WHERE run = $run {_models_clause(models)}
+        GROUP BY ALL""", _params(run, models)).fetchall()
+    counts: dict[tuple[str, str, str], list[int]] = {}
+    for model, language, condition, expected, answered in rows:
+        counts[(model, language, condition)] = [expected, answered]
+        if condition in ("ambiguous_ga", "ambiguous_gs"):
+            effect = counts.setdefault((model, language, EFFECT_CONDITION), [0, 0])
+            effect[0] += expected
+            effect[1] += answered
+    return {key: (expected, answered, answered / expected if expected else None)
+            for key, (expected, answered) in counts.items()}
 
 
 def _insert(conn: duckdb.DuckDBPyConnection, table: str, columns: tuple[str, ...], rows: list[tuple],

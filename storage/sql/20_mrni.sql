@@ -15,10 +15,16 @@ CREATE OR REPLACE MACRO mrni_ratio(num, den) AS num::DOUBLE / NULLIF(den, 0);
 
 -- One row per results row of benchmark 'mrni': the prompt's design fields, gold label,
 -- response text and its label (NULL while pending, failed or not yet scored).
--- The design fields are read from each prompt's JSON once per prompt (every run that sends a prompt shares
--- its row), then joined to the requests; a WHERE on run reaches request_status' requests scan.
+-- The design fields come from mrni_design (columns written when the prompt was planned), or, for a prompt
+-- stored without a design row, from its JSON, once per prompt (every run that sends a prompt shares its
+-- row); then they are joined to the requests, and a WHERE on run reaches request_status' requests scan.
 CREATE OR REPLACE VIEW mrni_scored AS
 WITH meta AS (
+    SELECT benchmark, prompt_key, prompt_hash, language, subscale, category,
+           TRY_CAST(item AS INTEGER) AS item, scenario, condition, mapping, gold_answer
+    FROM mrni_design
+    WHERE benchmark = 'mrni'
+    UNION ALL
     SELECT benchmark, prompt_key, prompt_hash,
            json_extract_string(metadata, '$.language') AS language,
            json_extract_string(metadata, '$.subscale') AS subscale,
@@ -29,6 +35,7 @@ WITH meta AS (
            json_extract_string(metadata, '$.mapping') AS mapping,
            json_extract_string(metadata, '$.gold_answer') AS gold_answer
     FROM prompts
+    ANTI JOIN mrni_design USING (benchmark, prompt_key, prompt_hash)
     WHERE benchmark = 'mrni'
 ), coded AS (
     SELECT *,

@@ -55,29 +55,33 @@ PLAN_CHUNK = 1000  # rows per insert: bounds the memory of planning a large swee
 
 
 def plan_requests(conn: duckdb.DuckDBPyConnection, items: list[WorkItem]) -> None:
-    """Record prompts and planned requests (idempotent). Only requests not planned yet are written, in
-    chunks, so a resumed run plans in the time it takes to look its ids up."""
-    new = _unplanned(conn, items)
-    if not new:
-        return
-    prompts = {}
-    for item in new:
-        p = item.prompt
-        prompts.setdefault((p.benchmark, p.key, p.prompt_hash), p)
-    with transaction(conn):
-        for chunk in _chunks(list(prompts.values())):
-            insert_rows(conn, "prompts", ("benchmark", "prompt_key", "prompt_hash", "messages", "metadata"),
-                        [(p.benchmark, p.key, p.prompt_hash, canonical_json(list(p.messages)),
-                          canonical_json(p.metadata)) for p in chunk])
-        for table, (columns, rows) in design_rows(list(prompts.values())).items():
-            for chunk in _chunks(rows):
-                insert_rows(conn, table, columns, chunk)
-        for chunk in _chunks(new):
+    """Record prompts and planned requests (idempotent). Only requests not planned yet are written, a chunk
+    per transaction (bounded memory), each request after its prompt: a plan cut short is completed by the
+    next one, and a resumed run plans in the time it takes to look its ids up."""
+    written: set[tuple[str, str, str]] = set()
+    for chunk in _chunks(_unplanned(conn, items)):
+        prompts = {}
+        for item in chunk:
+            p = item.prompt
+            if (key := (p.benchmark, p.key, p.prompt_hash)) not in written:
+                prompts[key] = p
+        written.update(prompts)
+        with transaction(conn):
+            _insert_prompts(conn, list(prompts.values()))
             insert_rows(conn, "requests",
                         ("request_id", "run", "model", "benchmark", "prompt_key", "prompt_hash", "sample", "params",
                          "ordinal", "cache_key"),
                         [(i.request_id, i.run, i.model, i.prompt.benchmark, i.prompt.key, i.prompt.prompt_hash,
                           i.sample, canonical_json(i.params), i.ordinal, i.cache_key) for i in chunk])
+
+
+def _insert_prompts(conn: duckdb.DuckDBPyConnection, prompts: list) -> None:
+    """Prompts and their design rows (storage/design.py)."""
+    insert_rows(conn, "prompts", ("benchmark", "prompt_key", "prompt_hash", "messages", "metadata"),
+                [(p.benchmark, p.key, p.prompt_hash, canonical_json(list(p.messages)), canonical_json(p.metadata))
+                 for p in prompts])
+    for table, (columns, rows) in design_rows(prompts).items():
+        insert_rows(conn, table, columns, rows)
 
 
 def _chunks(rows: list) -> list[list]:

@@ -110,3 +110,29 @@ def test_a_changed_identity_is_refused_but_changed_limits_are_not(db_path):
 def test_read_only_open_of_a_missing_file_names_the_fix(tmp_path):
     with pytest.raises(DatabaseError, match="does not exist"):
         open_db(tmp_path / "nope.duckdb", read_only=True)
+
+
+def _attempt_rows(n: int) -> list[AttemptRow]:
+    """Attempts with every kind of value a row holds: None, ints, floats, text with quotes and non-ASCII."""
+    at = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.timezone.utc)
+    return [AttemptRow(f"a{i}", f"r{i}", "s", i % 3, at + dt.timedelta(seconds=i), 10.5 * i,
+                       ("ok", "transient", "rate_limited")[i % 3], None if i % 3 == 0 else "http_500",
+                       None if i % 2 else 500, None if i % 5 else 1.5, "l'uomo “x”" if i % 4 == 0 else None,
+                       i if i % 2 else None, None) for i in range(n)]
+
+
+def test_many_rows_and_a_few_rows_are_stored_alike_and_a_repeated_insert_changes_nothing(db_path, tmp_path):
+    from fairsweep.storage.bulk import COLUMNAR_FROM, insert_rows
+
+    rows = _attempt_rows(COLUMNAR_FROM + 44)
+    few, many = open_db(tmp_path / "few.duckdb"), open_db(db_path)
+    for at in range(0, len(rows), 10):  # the UNNEST path, 10 rows at a time
+        insert_rows(few, "attempts", AttemptRow._fields, rows[at:at + 10])
+    insert_rows(many, "attempts", AttemptRow._fields, rows)  # the columnar path, at once
+    insert_rows(many, "attempts", AttemptRow._fields, rows)
+    stored = many.execute("SELECT * FROM attempts ORDER BY attempt_id").fetchall()
+    assert len(stored) == len(rows) and stored == few.execute("SELECT * FROM attempts ORDER BY attempt_id").fetchall()
+    by_id = {row[0]: row for row in stored}
+    assert by_id["a4"][10] == "l'uomo “x”" and by_id["a1"][8] is None and by_id["a10"][9] == 1.5
+    few.close()
+    many.close()

@@ -104,13 +104,20 @@ class Breaker:
     def __init__(self, settings: BreakerSettings):
         self.settings = settings
         self._streaks: dict[str, tuple[int, float]] = {}  # model -> (failures, time of the first)
+        self._last_answer: dict[str, float] = {}
 
-    def answered(self, model: str) -> None:
+    def answered(self, model: str, now: float | None = None) -> None:
         """The endpoint answered (a success, or any HTTP reply): it is up."""
         self._streaks.pop(model, None)
+        if now is not None:
+            self._last_answer[model] = max(now, self._last_answer.get(model, now))
 
-    def failed(self, model: str, now: float) -> bool:
-        """One more endpoint-level failure; True when the breaker trips."""
+    def failed(self, model: str, now: float, sent_at: float | None = None) -> bool:
+        """One more endpoint-level failure; True when the breaker trips. A request sent before the endpoint's
+        last answer does not count: the endpoint was up after it went out (requests that time out together
+        because this process stalled, or one hung request among answered ones, say nothing about it)."""
+        if sent_at is not None and sent_at < self._last_answer.get(model, -math.inf):
+            return False
         count, since = self._streaks.get(model, (0, now))
         self._streaks[model] = (count + 1, since)
         return count + 1 >= self.settings.failures and now - since >= self.settings.seconds
@@ -181,19 +188,19 @@ class LimitPolicy:
     def on_success(self, model: str, now: float) -> None:
         self._hintless = 0
         self._config_strikes.pop(model, None)
-        self._breaker.answered(model)
+        self._breaker.answered(model, now)
         if self.adaptive and (rate := self.adaptive.on_success(self.rate, now)) is not None:
             self.rate = rate
 
-    def on_reply(self, model: str) -> None:
+    def on_reply(self, model: str, now: float | None = None) -> None:
         """Any HTTP reply that is not a success (4xx, 5xx): the endpoint is up."""
-        self._breaker.answered(model)
+        self._breaker.answered(model, now)
 
     def on_rate_limited(self, model: str, sent_at: float, retry_after: float | None, now: float) -> None:
         """A 429: cool the whole key down as told, and slow down if the limit is being learned.
         One decrease per congestion epoch: 429s for requests sent before the last one don't count again."""
         self.stats.rate_limited += 1
-        self._breaker.answered(model)
+        self._breaker.answered(model, now)
         if retry_after is None:
             retry_after = min(MAX_COOLDOWN_S, DEFAULT_COOLDOWN_S * 2 ** self._hintless)
             self._hintless += 1
@@ -206,9 +213,10 @@ class LimitPolicy:
             self._last_decrease = now
             self.stats.decreases += 1
 
-    def on_endpoint_failure(self, model: str, reason: str, now: float) -> str | None:
-        """No answer from the endpoint at all. Returns why the model stopped, if the breaker tripped."""
-        if self._breaker.failed(model, now):
+    def on_endpoint_failure(self, model: str, reason: str, now: float, sent_at: float | None = None) -> str | None:
+        """No answer from the endpoint at all (to a request sent at `sent_at`). Returns why the model
+        stopped, if the breaker tripped."""
+        if self._breaker.failed(model, now, sent_at):
             s = self.breaker
             return self.stop(model, f"{s.failures} attempts in a row over {s.seconds:g}+ s reached no endpoint; "
                                     f"last error: {reason}")

@@ -121,13 +121,14 @@ class ModelLimiter:
         self.key.policy.on_success(self.model, self.key.clock())
 
     def on_reply(self) -> None:
-        self.key.policy.on_reply(self.model)
+        self.key.policy.on_reply(self.model, self.key.clock())
 
     def on_rate_limited(self, lease: Lease, retry_after: float | None) -> None:
         self.key.policy.on_rate_limited(self.model, lease.sent_at, retry_after, self.key.clock())
 
-    def on_endpoint_failure(self, reason: str) -> str | None:
-        return self.key.policy.on_endpoint_failure(self.model, reason, self.key.clock())
+    def on_endpoint_failure(self, reason: str, lease: Lease | None = None) -> str | None:
+        return self.key.policy.on_endpoint_failure(self.model, reason, self.key.clock(),
+                                                   lease.sent_at if lease else None)
 
     def on_config_failure(self, reason: str) -> str | None:
         return self.key.policy.on_config_failure(self.model, reason)

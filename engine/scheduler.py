@@ -199,7 +199,7 @@ class Scheduler:
             if reason := limiter.on_config_failure(f"{failure.error_class}: {failure.message}"):
                 raise ModelStopped(reason) from failure
         elif failure.endpoint:
-            if reason := limiter.on_endpoint_failure(failure.message):
+            if reason := limiter.on_endpoint_failure(failure.message, lease):
                 raise ModelStopped(reason) from failure
         else:
             limiter.on_reply()

@@ -139,6 +139,19 @@ def test_any_answer_from_the_endpoint_resets_the_breaker():
         assert policy.stopped == {}
 
 
+def test_failures_of_requests_sent_before_the_last_answer_do_not_count():
+    policy = LimitPolicy(breaker=BreakerSettings(failures=3, seconds=0.0))
+    policy.on_success("m", now=10.0)
+    for i in range(8):  # eight requests sent at 5-9.9 s all time out at 10.5 s: the endpoint answered at 10 s
+        assert policy.on_endpoint_failure("m", "timeout", now=10.5, sent_at=5.0 + i * 0.6) is None
+    assert policy.stopped == {}
+    for i in range(2):  # sent after that answer: they count
+        assert policy.on_endpoint_failure("m", "timeout", now=12.0 + i, sent_at=10.1 + i) is None
+    assert policy.on_endpoint_failure("m", "timeout", now=14.0, sent_at=10.3) is not None
+    dead = LimitPolicy(breaker=BreakerSettings(failures=3, seconds=0.0))  # never answered: every one counts
+    assert [dead.on_endpoint_failure("d", "refused", now=1.0 + i, sent_at=float(i)) for i in range(3)][-1]
+
+
 def test_configuration_answers_stop_a_model_after_a_few_in_a_row():
     policy = LimitPolicy()
     assert policy.on_config_failure("m", "404 model_not_found") is None

@@ -47,8 +47,8 @@ class Info:
 @dataclass
 class Report:
     """What a worker tells the actor in one exchange. `events` keep their order (the breaker counts
-    failures in a row): ("ok", model), ("reply", model), ("limited", model, sent_at, retry_after),
-    ("endpoint", model, reason, at), ("config", model, reason), ("stop", model, reason)."""
+    failures in a row): ("ok", model, at), ("reply", model, at), ("limited", model, sent_at, retry_after),
+    ("endpoint", model, reason, at, sent_at), ("config", model, reason), ("stop", model, reason)."""
 
     release: int = 0
     token_delta: int = 0  # actual minus estimated tokens of settled requests
@@ -119,13 +119,13 @@ class PermitBook:
             policy.settle(0, report.token_delta)
         for kind, model, *rest in report.events:
             if kind == "ok":
-                policy.on_success(model, now)
+                policy.on_success(model, rest[0] if rest else now)
             elif kind == "reply":
-                policy.on_reply(model)
+                policy.on_reply(model, rest[0] if rest else now)
             elif kind == "limited":
                 policy.on_rate_limited(model, rest[0], rest[1], now)
             elif kind == "endpoint":
-                policy.on_endpoint_failure(model, rest[0], rest[1])
+                policy.on_endpoint_failure(model, *rest)
             elif kind == "config":
                 policy.on_config_failure(model, rest[0])
             elif kind == "stop":
@@ -438,16 +438,16 @@ class ModelLimiter:
         return self.cluster.slot(self.model, estimated_tokens)
 
     def on_success(self) -> None:
-        self.cluster.tell("ok", self.model)
+        self.cluster.tell("ok", self.model, time.time())
 
     def on_reply(self) -> None:
-        self.cluster.tell("reply", self.model)
+        self.cluster.tell("reply", self.model, time.time())
 
     def on_rate_limited(self, lease: Lease, retry_after: float | None) -> None:
         self.cluster.on_rate_limited(self.model, lease, retry_after)
 
-    def on_endpoint_failure(self, reason: str) -> str | None:
-        self.cluster.tell("endpoint", self.model, reason, time.time())
+    def on_endpoint_failure(self, reason: str, lease: Lease | None = None) -> str | None:
+        self.cluster.tell("endpoint", self.model, reason, time.time(), lease.sent_at if lease else None)
         return None
 
     def on_config_failure(self, reason: str) -> str | None:

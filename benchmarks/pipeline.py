@@ -10,7 +10,7 @@ from ..config import SweepConfig
 from ..engine.outcome import RunOutcome
 from ..engine.runner import run_sweep
 from ..records import Prompt
-from .registry import SCORERS, STAGES, resolve
+from .registry import LABELLERS, SCORERS, STAGES, resolve
 
 
 def run_pipeline(config: SweepConfig, prompts: list[Prompt], *, command: str, progress: bool,
@@ -18,7 +18,8 @@ def run_pipeline(config: SweepConfig, prompts: list[Prompt], *, command: str, pr
                  ) -> list[RunOutcome]:
     """Run, stages, score; `report` sees each engine run's outcome as it ends. Scoring runs unless
     the last run was interrupted."""
-    outcome = run_sweep(config, prompts, command=command, progress=progress, retry_failed=retry_failed)
+    outcome = run_sweep(config, prompts, command=command, progress=progress, retry_failed=retry_failed,
+                        after_commit=labeller(config.benchmarks))
     report(outcome)
     outcomes = [outcome]
     if not outcome.interrupted:
@@ -26,6 +27,22 @@ def run_pipeline(config: SweepConfig, prompts: list[Prompt], *, command: str, pr
     if not outcomes[-1].interrupted:
         score_benchmarks(config, config.benchmarks)
     return outcomes
+
+
+def labeller(benchmarks) -> Callable | None:
+    """One function that labels committed answers for every selected benchmark that has a labeller. The
+    labellers are imported at their first call, in the writer thread: not before the first request."""
+    names = [name for name in benchmarks if name in LABELLERS]
+    if not names:
+        return None
+    labellers: list[Callable] = []
+
+    def label(conn, responses) -> None:
+        if not labellers:
+            labellers.extend(resolve(LABELLERS, name, "label answers") for name in names)
+        for each in labellers:
+            each(conn, responses)
+    return label
 
 
 def run_later_stages(config: SweepConfig, command: str, progress: bool,

@@ -24,10 +24,13 @@ class Benchmark:
     """`load(config, data_dir) -> list[Prompt]` in the benchmark's fixed order; `score(conn, config) ->
     dict` of counts (offline, re-runnable); `stage(config, command, progress) -> RunOutcome | None`, a
     later engine run over stored responses (GAMA's judges); `report(db, runs, fmt, out)`;
-    `identity_fields`: config fields that change the prompts, so a resumed run must keep them."""
+    `label(conn, responses)`: labels answers as each batch of them is committed during a run (live reads
+    see them; scoring then finds them labelled); `identity_fields`: config fields that change the prompts,
+    so a resumed run must keep them."""
 
     load: str
     score: str | None = None
+    label: str | None = None
     stage: str | None = None
     report: str | None = None
     identity_fields: tuple[str, ...] = ()
@@ -36,6 +39,7 @@ class Benchmark:
 BENCHMARKS: dict[str, Benchmark] = {
     "mrni": Benchmark(load="fairsweep.benchmarks.mrni.prompts:load",
                       score="fairsweep.benchmarks.mrni.score:score_run",
+                      label="fairsweep.benchmarks.mrni.labels:label_committed",
                       report="fairsweep.benchmarks.mrni.report:report"),
     "mrni-likert": Benchmark(load="fairsweep.benchmarks.mrni.likert:load",
                              score="fairsweep.benchmarks.mrni.likert:score_run",
@@ -53,7 +57,8 @@ def _table(role: str) -> dict[str, str]:
     return {name: target for name, b in BENCHMARKS.items() if (target := getattr(b, role))}
 
 
-LOADERS, SCORERS, STAGES, REPORTERS = (_table(role) for role in ("load", "score", "stage", "report"))
+LOADERS, SCORERS, STAGES, REPORTERS, LABELLERS = (_table(role) for role in ("load", "score", "stage", "report",
+                                                                            "label"))
 
 
 def identity_fields(benchmarks: tuple[str, ...]) -> tuple[str, ...]:

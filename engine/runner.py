@@ -17,7 +17,7 @@ from ..storage.checkpoint import answered_count, plan_requests, register_run, re
 from ..storage.db import open_db
 from ..storage.journal import Journal
 from ..storage.live import LiveServer
-from ..storage.writer import BatchWriter
+from ..storage.writer import AfterCommit, BatchWriter
 from .batch import batched_specs
 from .executors import SweepJob, select_executor
 from .gate import build_gate
@@ -39,12 +39,14 @@ def plan_work(config: SweepConfig, prompts: list[Prompt], specs: list[ModelSpec]
 
 def run_sweep(config: SweepConfig, prompts: list[Prompt], *, command: str, specs: list[ModelSpec] | None = None,
               progress: bool = True, policy: RetryPolicy | None = None, check: OutputCheck | None = None,
-              executor: Executor | None = None, retry_failed: tuple[str, ...] | None = None) -> RunOutcome:
+              executor: Executor | None = None, retry_failed: tuple[str, ...] | None = None,
+              after_commit: AfterCommit | None = None) -> RunOutcome:
     """Run (or resume) `config.run` over `prompts` for every model (default: config.models; a later
     stage passes e.g. the judges); commits whatever arrives. `check` rejects unusable answers: they are
     retried like transient errors, then recorded as a final 'invalid_output' failure. `retry_failed`:
     send stored final failures again (() = all, else these error classes). `executor` defaults to the
-    one config.executor names; models with `batch` go through their provider's batch API."""
+    one config.executor names; models with `batch` go through their provider's batch API. `after_commit`
+    derives rows (e.g. parser labels) from each committed batch of answers (storage/writer.py)."""
     specs = list(specs if specs is not None else config.models)
     policy = policy or RetryPolicy(max_attempts=config.max_attempts)
     executor = executor or select_executor(config)
@@ -56,7 +58,7 @@ def run_sweep(config: SweepConfig, prompts: list[Prompt], *, command: str, specs
         session_id = register_run(conn, config, command)
         todo, outcomes = plan_session(conn, config, prompts, specs, retry_failed)
         writer = BatchWriter(conn, flush_rows=config.flush_rows, flush_ms=config.flush_ms,
-                             journal=Journal(config.db, fsync=config.journal_fsync))
+                             journal=Journal(config.db, fsync=config.journal_fsync), after_commit=after_commit)
         try:
             gate = build_gate(conn, config, specs, writer)
             batches = None

@@ -2,13 +2,17 @@
 
 The event loop only appends tuples under a lock (microseconds); a flush happens when `flush_rows`
 rows wait or `flush_ms` passed. Every insert is keyed, so writing a batch twice changes nothing.
+`after_commit(conn, responses)` derives rows from each batch's answers once it is committed (a benchmark's
+parser labels: live reads of a running sweep then see its labels grow, and the scoring after the run has
+only the statistics left to do).
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import duckdb
 
@@ -17,6 +21,7 @@ from .bulk import TABLES, insert_rows
 from .journal import Journal
 from .tx import transaction
 
+AfterCommit = Callable[[duckdb.DuckDBPyConnection, list[ResponseRow]], None]
 ATTEMPT_COLUMNS = AttemptRow._fields
 RESPONSE_COLUMNS = ResponseRow._fields
 DRIFT_COLUMNS = DriftRow._fields
@@ -27,9 +32,10 @@ class BatchWriter:
     """Thread-backed batched writer with a row and a time flush window."""
 
     def __init__(self, conn: duckdb.DuckDBPyConnection, *, flush_rows: int = 512, flush_ms: int = 200,
-                 journal: Journal | None = None):
+                 journal: Journal | None = None, after_commit: AfterCommit | None = None):
         self._conn = conn.cursor()  # its own connection to the same database, for this thread
         self._journal = journal  # each row on disk as it arrives (storage/journal.py); None: batches only
+        self._after_commit = after_commit
         self._flush_rows = flush_rows
         self._flush_s = flush_ms / 1000
         self._pending: dict[type, list[NamedTuple]] = {t: [] for t in TABLES}
@@ -111,3 +117,17 @@ class BatchWriter:
         with transaction(self._conn):
             for row_type, table in TABLES.items():
                 insert_rows(self._conn, table, row_type._fields, batch[row_type])
+        if self._after_commit is not None and batch[ResponseRow]:
+            self._derive(batch[ResponseRow])
+
+    def _derive(self, responses: list) -> None:
+        """Rows derived from the answers just committed (a benchmark's parser labels), in their own
+        transaction. Derived rows can always be computed again (scoring does), so a failure here costs
+        them, never an answer: it is reported once and the run goes on without them."""
+        try:
+            with transaction(self._conn):
+                self._after_commit(self._conn, responses)
+        except Exception as exc:  # noqa: BLE001 - any bug in a derivation must not stop the run
+            self._after_commit = None
+            print(f"fairsweep: warning: labelling answers as they arrive stopped ({type(exc).__name__}: "
+                  f"{str(exc)[:200]}); scoring labels them when the run ends", file=sys.stderr)

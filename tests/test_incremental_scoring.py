@@ -13,7 +13,8 @@ import pytest
 from fairsweep.benchmarks.mrni import stats
 from fairsweep.benchmarks.mrni.parse import PARSER_VERSION
 from fairsweep.benchmarks.mrni.prompts import build_prompts
-from fairsweep.benchmarks.mrni.score import score_run, store_labels
+from fairsweep.benchmarks.mrni.labels import store_labels
+from fairsweep.benchmarks.mrni.score import score_run
 from fairsweep.config import ModelSpec, SweepConfig
 from fairsweep.engine.work import plan_items
 from fairsweep.records import AttemptRow, ResponseRow
@@ -138,8 +139,8 @@ def test_labels_stored_without_their_statistics_are_caught_up(sweep):
 
 def test_a_new_parser_version_relabels_and_recomputes_once(sweep, monkeypatch):
     conn, _, _ = sweep
-    from fairsweep.benchmarks.mrni import score as score_module
-    monkeypatch.setattr(score_module, "PARSER_VERSION", PARSER_VERSION + "-next")
+    from fairsweep.benchmarks.mrni import labels as labels_module
+    monkeypatch.setattr(labels_module, "PARSER_VERSION", PARSER_VERSION + "-next")
     counts = score(conn, "A")
     assert (counts["labelled"], counts["already labelled"], counts["models recomputed"]) == (80, 0, 2)
     assert (score(conn, "A")["labelled"], score(conn, "A")["models recomputed"]) == (0, 0)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import stat
 import subprocess
 import time
@@ -34,6 +35,22 @@ def answered(config: Path, env: dict) -> int:
     return json.loads(done.stdout)[0]["n"]
 
 
+def status_done(config: Path, env: dict) -> int:
+    """The `done` of `done / total` in `status`."""
+    done = fairsweep("status", "--config", str(config), env=env)
+    assert done.returncode == 0 and "sim" in done.stdout, done.stderr
+    return int(re.search(r"(\d+) / 240", done.stdout).group(1))
+
+
+def report_answered(config: Path, out: Path, env: dict) -> int:
+    """Answers labelled so far, summed over the MRNI-BB report's condition rows."""
+    done = fairsweep("report", "--config", str(config), "--bench", "mrni", "--format", "csv", "--out", str(out),
+                     env=env)
+    assert done.returncode == 0, done.stderr
+    with open(out / "mrni_conditions.csv", newline="") as fh:
+        return sum(int(row["answered"]) for row in csv.DictReader(fh))
+
+
 def test_a_run_is_read_while_it_writes_and_ends_complete(sim, tmp_path, mrni_dir):
     server = sim("--latency-ms", "20")
     db = tmp_path / "live.duckdb"
@@ -45,12 +62,7 @@ def test_a_run_is_read_while_it_writes_and_ends_complete(sim, tmp_path, mrni_dir
                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         wait_for_ok(server, 20)
-        first = answered(config, env)
-        status = fairsweep("status", "--config", str(config), env=env)
-        assert status.returncode == 0 and "sim" in status.stdout and "/ 240" in status.stdout, status.stderr
-        report = fairsweep("report", "--config", str(config), "--bench", "mrni", "--format", "csv", "--out",
-                           str(tmp_path / "report"), env=env)
-        assert report.returncode == 0, report.stderr
+        first = answered(config, env), status_done(config, env), report_answered(config, tmp_path / "r1", env)
         exported = fairsweep("export", "--config", str(config), "--out", str(tmp_path / "export"), "--format", "csv",
                              env=env)
         assert exported.returncode == 0, exported.stderr
@@ -61,8 +73,8 @@ def test_a_run_is_read_while_it_writes_and_ends_complete(sim, tmp_path, mrni_dir
         refused = fairsweep("query", "--config", str(config), f"COPY (SELECT 42) TO '{beside}'", env=env)
         assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "COPY" in refused.stderr
         time.sleep(1.0)
-        second = answered(config, env)
-        assert 0 < first < second, (first, second)
+        second = answered(config, env), status_done(config, env), report_answered(config, tmp_path / "r2", env)
+        assert all(0 < a < b for a, b in zip(first, second)), (first, second)  # query, status, report
         assert run.poll() is None, "the run should still be going"
         path = socket_path(db)
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600 and stat.S_ISSOCK(os.stat(path).st_mode)

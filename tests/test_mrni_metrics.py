@@ -22,7 +22,7 @@ import duckdb
 import numpy as np
 import pytest
 
-from fairsweep.benchmarks.mrni import score as score_mod
+from fairsweep.benchmarks.mrni import labels as labels_mod
 from fairsweep.benchmarks.mrni import stats
 from fairsweep.benchmarks.mrni.parse import PARSER_VERSION
 from fairsweep.benchmarks.mrni.score import score_run
@@ -377,7 +377,7 @@ def test_binomial_test_of_p_m_against_one_half(toy):
 
 def test_a_new_parser_version_relabels_everything_once(toy, monkeypatch):
     conn, _ = toy
-    monkeypatch.setattr(score_mod, "PARSER_VERSION", "mrni-parse-test")
+    monkeypatch.setattr(labels_mod, "PARSER_VERSION", "mrni-parse-test")
     assert score_run(conn, SweepConfig(run="toy"))["labelled"] == 46
     assert score_run(conn, SweepConfig(run="toy"))["labelled"] == 0
     assert conn.execute("SELECT count(*), count(DISTINCT request_id), min(parser_version), max(parser_version) "

@@ -3,7 +3,9 @@ bound to 127.0.0.1), against the simulated provider on 127.0.0.1 and real DuckDB
 
 from __future__ import annotations
 
+import csv
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -248,14 +250,26 @@ def test_a_ray_run_is_read_while_it_writes(ray_cluster, sim, tmp_path, mrni_dir)
         assert done.returncode == 0, done.stderr
         return int(done.stdout.splitlines()[1])
 
-    try:
-        wait_for_ok(server, 20)
-        first = answered()
+    def status_done() -> int:
         status = subprocess.run(fairsweep_cmd("status", "--config", str(config)), env=env, capture_output=True,
                                 text=True, timeout=60)
-        assert status.returncode == 0 and "/ 200" in status.stdout, status.stderr
+        assert status.returncode == 0, status.stderr
+        return int(re.search(r"(\d+) / 200", status.stdout).group(1))
+
+    def report_answered(out: Path) -> int:
+        report = subprocess.run(fairsweep_cmd("report", "--config", str(config), "--bench", "mrni", "--format",
+                                              "csv", "--out", str(out)), env=env, capture_output=True, text=True,
+                                timeout=60)
+        assert report.returncode == 0, report.stderr
+        with open(out / "mrni_conditions.csv", newline="") as fh:
+            return sum(int(row["answered"]) for row in csv.DictReader(fh))
+
+    try:
+        wait_for_ok(server, 20)
+        first = answered(), status_done(), report_answered(tmp_path / "r1")
         time.sleep(1.0)
-        assert 0 < first < answered()
+        second = answered(), status_done(), report_answered(tmp_path / "r2")
+        assert all(0 < a < b for a, b in zip(first, second)), (first, second)  # query, status, report
     finally:
         _, err = driver.communicate(timeout=120)
     assert driver.returncode == 0, err

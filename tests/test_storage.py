@@ -136,3 +136,28 @@ def test_many_rows_and_a_few_rows_are_stored_alike_and_a_repeated_insert_changes
     assert by_id["a4"][10] == "l'uomo “x”" and by_id["a1"][8] is None and by_id["a10"][9] == 1.5
     few.close()
     many.close()
+
+
+def test_rows_derived_after_each_commit_are_written_and_a_failing_derivation_costs_no_answer(db_path, capsys):
+    conn = open_db(db_path)
+    conn.execute("CREATE TABLE derived (request_id VARCHAR, committed BOOLEAN)")
+
+    def derive(cursor, responses):  # sees the batch's answers already committed
+        for r in responses:
+            seen = cursor.execute("SELECT count(*) > 0 FROM responses WHERE request_id = ?", [r.request_id])
+            cursor.execute("INSERT INTO derived VALUES (?, ?)", [r.request_id, seen.fetchone()[0]])
+        if any(r.text == "boom" for r in responses):
+            raise ValueError("parser bug")
+
+    writer = BatchWriter(conn, flush_rows=2, flush_ms=60_000, after_commit=derive)
+    for i, text in enumerate(["a", "b", "boom", "c"]):
+        writer.add(AttemptRow(f"a{i}", f"r{i}", "s", 1, NOW, 5.0, "ok", None, None, None, None, 3, 2))
+        writer.add(ResponseRow(f"r{i}", f"a{i}", text, "stop", 3, 2, None, "m", None, 5.0, NOW))
+        writer.flush()
+    writer.close()
+    assert conn.execute("SELECT count(*) FROM responses").fetchone() == (4,)  # every answer stored
+    # r2's derivation failed (its rows rolled back) and none ran after it
+    assert conn.execute("SELECT * FROM derived ORDER BY 1").fetchall() == [("r0", True), ("r1", True)]
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "parser bug" in err and "scoring labels them" in err
+    conn.close()

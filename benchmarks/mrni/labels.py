@@ -1,0 +1,50 @@
+"""MRNI-BB labels: the parser's verdict on each stored answer, written for the current parser version.
+
+Used by scoring (benchmarks/mrni/score.py) and, during a run, as answers are committed (registry `label`).
+Imports no numpy or scipy: a run loads it in its writer thread.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import duckdb
+
+from ...storage.tx import transaction
+from .parse import PARSER_VERSION, parse_answer
+
+
+def label_committed(conn: duckdb.DuckDBPyConnection, responses: list) -> None:
+    """Label MRNI-BB answers as a run commits them (registry `label`; storage/writer.py calls it inside a
+    transaction). Only prompts with a design row (planned by this version) are labelled here; scoring
+    labels any other."""
+    found = conn.execute("""
+        SELECT r.request_id, d.language, d.condition
+        FROM requests r JOIN mrni_design d USING (benchmark, prompt_key, prompt_hash)
+        WHERE r.benchmark = 'mrni' AND r.request_id IN (SELECT unnest($1))""",
+                         [[r.request_id for r in responses]]).fetchall()
+    if found:
+        text = {r.request_id: r.text for r in responses}
+        upsert_labels(conn, [(rid, *parse_label(text[rid], language, condition))
+                             for rid, language, condition in found])
+
+
+def parse_label(text: str, language: str, condition: str) -> tuple[str, str | None]:
+    result = parse_answer(text, language, condition)
+    return result.label, result.span
+
+
+def store_labels(conn: duckdb.DuckDBPyConnection, labels: list[tuple[str, str, str | None]]) -> None:
+    """Upsert (request_id, label, span) rows for the current parser version, in one transaction."""
+    if labels:
+        with transaction(conn):
+            upsert_labels(conn, labels)
+
+
+def upsert_labels(conn: duckdb.DuckDBPyConnection, labels: list[tuple[str, str, str | None]]) -> None:
+    """(request_id, label, span) rows for the current parser version, inside the caller's transaction."""
+    ids, values, spans = (list(col) for col in zip(*labels))
+    conn.execute("""
+        INSERT OR REPLACE INTO mrni_labels (request_id, label, span, parser_version, scored_at)
+        SELECT unnest($1), unnest($2), unnest($3), $4, $5""",
+                 [ids, values, spans, PARSER_VERSION, datetime.now(timezone.utc)])

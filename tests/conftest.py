@@ -29,6 +29,15 @@ def db_path(tmp_path: Path) -> str:
     return str(tmp_path / "results.duckdb")
 
 
+@pytest.fixture(scope="module")
+def server():
+    """One simulated provider for a module's tests (call reset_stats() to count from zero)."""
+    process = SimServerProcess([])
+    process.start()
+    yield process
+    process.stop()
+
+
 @pytest.fixture
 def sim():
     """Factory: sim(args...) starts a simulated provider on 127.0.0.1 for the test's duration."""

@@ -15,7 +15,6 @@ from fairsweep import cli
 from fairsweep.config import ModelSpec, SweepConfig, parse_config
 from fairsweep.config_doc import current_block, render
 from fairsweep.errors import ConfigError
-from fairsweep.providers.sim_server import SimServerProcess
 
 GOOD_MODEL = {"name": "sim", "model": "sim-model", "max_concurrency": 2, "timeout_s": 5}
 GOOD_JUDGE = {"name": "judge", "model": "judge-model", "max_tokens": 512}
@@ -66,15 +65,6 @@ BAD = [
     ("judges", "timeout_s", "30", 'got "30"'), ("judges", "samples", 0, "got 0"), ("judges", "tpm", -1, "got -1"),
 ]
 WHERE = {"top": "top level", "models": '[[models]] #1 "sim"', "judges": '[[judges]] #1 "judge"'}
-
-
-@pytest.fixture(scope="module")
-def server():
-    """One simulated provider for the module; each test starts from zeroed counters."""
-    process = SimServerProcess([])
-    process.start()
-    yield process
-    process.stop()
 
 
 @pytest.fixture

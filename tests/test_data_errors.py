@@ -11,18 +11,9 @@ import pytest
 
 from fairsweep import cli
 from fairsweep.benchmarks.gama.schema import BUNDLED_DIR
-from fairsweep.providers.sim_server import SimServerProcess
 
 EXPANDED = "EN/all_conditions/AF_MNRI-BB_en_all.tsv"
 COMPACT = "IT/T_MNRI-BB_it.tsv"
-
-
-@pytest.fixture(scope="module")
-def server():
-    process = SimServerProcess([])
-    process.start()
-    yield process
-    process.stop()
 
 
 def damaged_copy(mrni_dir: Path, dest: Path, rel: str, edit) -> Path:

@@ -194,13 +194,19 @@ def cli_run(config: Path, address: str, limit: int) -> list[str]:
                          "--executor", "ray", "--ray-address", address)
 
 
-def test_a_killed_driver_is_resumed_like_any_run(ray_cluster, sim, tmp_path, mrni_dir):
-    server = sim("--latency-ms", "60")
+def start_driver(ray_cluster, sim, tmp_path, mrni_dir, latency_ms: int, stdout=subprocess.DEVNULL):
+    """A `fairsweep run --executor ray` driver over 200 MRNI-BB prompts: (server, db, config, env, driver)."""
+    server = sim("--latency-ms", str(latency_ms))
     db = str(tmp_path / "driver.duckdb")
     config = write_config(tmp_path / "sweep.toml", db, server.base_url)
     env = {**os.environ, "FAIRSWEEP_MRNI_DIR": str(mrni_dir), "FAIRSWEEP_RAY_WORKERS": "2"}
-    driver = subprocess.Popen(cli_run(config, ray_cluster, 200), env=env, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE)
+    driver = subprocess.Popen(cli_run(config, ray_cluster, 200), env=env, stdout=stdout, stderr=subprocess.PIPE,
+                              text=True)
+    return server, db, config, env, driver
+
+
+def test_a_killed_driver_is_resumed_like_any_run(ray_cluster, sim, tmp_path, mrni_dir):
+    server, db, config, env, driver = start_driver(ray_cluster, sim, tmp_path, mrni_dir, 60)
     wait_for_ok(server, 30)
     driver.send_signal(signal.SIGKILL)
     driver.communicate()  # drains and closes its pipes
@@ -218,12 +224,7 @@ def test_a_killed_driver_is_resumed_like_any_run(ray_cluster, sim, tmp_path, mrn
 
 def test_ctrl_c_on_the_driver_commits_what_arrived_and_prints_the_resume_command(ray_cluster, sim, tmp_path,
                                                                                   mrni_dir):
-    server = sim("--latency-ms", "100")
-    db = str(tmp_path / "int.duckdb")
-    config = write_config(tmp_path / "sweep.toml", db, server.base_url)
-    env = {**os.environ, "FAIRSWEEP_MRNI_DIR": str(mrni_dir), "FAIRSWEEP_RAY_WORKERS": "2"}
-    driver = subprocess.Popen(cli_run(config, ray_cluster, 200), env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True)
+    server, db, _, _, driver = start_driver(ray_cluster, sim, tmp_path, mrni_dir, 100, stdout=subprocess.PIPE)
     wait_for_ok(server, 10)
     driver.send_signal(signal.SIGINT)
     _, err = driver.communicate(timeout=30)
@@ -236,12 +237,7 @@ def test_ctrl_c_on_the_driver_commits_what_arrived_and_prints_the_resume_command
 
 def test_a_ray_run_is_read_while_it_writes(ray_cluster, sim, tmp_path, mrni_dir):
     """The driver owns the DB, so it serves the live reads, as a local run does."""
-    server = sim("--latency-ms", "60")
-    db = str(tmp_path / "live.duckdb")
-    config = write_config(tmp_path / "sweep.toml", db, server.base_url)
-    env = {**os.environ, "FAIRSWEEP_MRNI_DIR": str(mrni_dir), "FAIRSWEEP_RAY_WORKERS": "2"}
-    driver = subprocess.Popen(cli_run(config, ray_cluster, 200), env=env, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, text=True)
+    server, db, config, env, driver = start_driver(ray_cluster, sim, tmp_path, mrni_dir, 60)
 
     def answered() -> int:
         done = subprocess.run(fairsweep_cmd("query", "--config", str(config), "--format", "csv",

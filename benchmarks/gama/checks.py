@@ -88,12 +88,8 @@ def check_review(scenarios, bundled: bool) -> tuple[str, bool]:
     reviewers = Counter(s.review.reviewer or "(not named)" for s in reviewed)
     for reviewer, n in reviewers.most_common(MAX_LISTED):
         print(f"  reviewer {reviewer!r}: {n}")
-    ok = not bundled or len(reviewed) == len(scenarios)
-    print(f"review: {len(reviewed)}/{len(scenarios)} reviewed ("
-          + ", ".join(f"{v} {verdicts[v]}" for v in schema.REVIEW_VERDICTS) + ")"
-          + (f"; {len(scenarios) - len(reviewed)} without a review" if len(reviewed) < len(scenarios) else "")
-          + _verdict(ok))
-    return "review", ok
+    return _coverage("review", "reviewed", "without a review", len(reviewed), len(scenarios), bundled,
+                     {v: verdicts[v] for v in schema.REVIEW_VERDICTS})
 
 
 def check_plausibility(scenarios, bundled: bool) -> tuple[str, bool]:
@@ -105,12 +101,17 @@ def check_plausibility(scenarios, bundled: bool) -> tuple[str, bool]:
         by_label = Counter(s.plausibility.label for s in labelled
                            if s.dimension == dimension and s.plausibility.label != "neutral")
         print(f"  {dimension}: " + ", ".join(f"{k} {v}" for k, v in sorted(by_label.items())))
-    ok = not bundled or len(labelled) == len(scenarios)
-    print(f"plausibility: {len(labelled)}/{len(scenarios)} labelled ("
-          + ", ".join(f"{label} {labels[label]}" for label in schema.PLAUSIBILITY_LABELS) + ")"
-          + (f"; {len(scenarios) - len(labelled)} without a label" if len(labelled) < len(scenarios) else "")
-          + _verdict(ok))
-    return "plausibility", ok
+    return _coverage("plausibility", "labelled", "without a label", len(labelled), len(scenarios), bundled,
+                     {label: labels[label] for label in schema.PLAUSIBILITY_LABELS})
+
+
+def _coverage(check: str, done_word: str, missing_word: str, done: int, total: int, bundled: bool,
+              counts: dict[str, int]) -> tuple[str, bool]:
+    """`check: done/total <done_word> (counts)[; n <missing_word>] -> ok|FAIL`; the bundled set needs all."""
+    ok = not bundled or done == total
+    print(f"{check}: {done}/{total} {done_word} (" + ", ".join(f"{k} {v}" for k, v in counts.items()) + ")"
+          + (f"; {total - done} {missing_word}" if done < total else "") + _verdict(ok))
+    return check, ok
 
 
 def check_similarity(scenarios) -> tuple[str, bool]:

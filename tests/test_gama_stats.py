@@ -154,7 +154,7 @@ def test_exact_p_equals_brute_force_enumeration_with_ties_and_zeros(n, seed):
     assert result.p_value >= 2 / 2 ** ref["n"] - 1e-15
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, database=None)
 @given(st.lists(st.integers(-4, 4), min_size=1, max_size=12))
 def test_exact_p_equals_brute_force_for_any_small_sample(d):
     result, ref = stats.wilcoxon_signed_rank(d), reference_wilcoxon(d)

@@ -66,11 +66,19 @@ def test_the_leaves_import_no_layer():
             {"benchmarks.registry"}, leaf
 
 
-def test_the_check_sees_a_backward_import(tmp_path):
-    """The checker itself: a relative import from storage up into engine is found."""
-    fake = PACKAGE / "storage" / "_probe_backward.py"
-    fake.write_text("from ..engine.limiter import KeyLimiter\n", encoding="utf-8")
+@pytest.mark.parametrize("layer, folder, source, module", [
+    ("storage", "storage", "from ..engine.limiter import KeyLimiter\n", "engine.limiter"),
+    ("engine", "engine", "from ..benchmarks import registry\n", "benchmarks"),
+    ("engine", "engine/executors", "def later():\n    from ...benchmarks.mrni.score import score_run\n",
+     "benchmarks.mrni.score"),
+    ("engine", "engine", "import fairsweep.benchmarks.pipeline\n", "benchmarks.pipeline"),
+])
+def test_the_check_sees_a_backward_import(layer, folder, source, module):
+    """The checker itself: storage -> engine and engine -> benchmarks, relative, lazy or absolute, are found."""
+    probe = PACKAGE / folder / "_probe_backward.py"
+    probe.write_text(source, encoding="utf-8")
     try:
-        assert "engine.limiter" in fairsweep_imports(fake)
+        assert module in fairsweep_imports(probe)
+        assert module.split(".")[0] in FORBIDDEN[layer]
     finally:
-        fake.unlink()
+        probe.unlink()

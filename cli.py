@@ -153,7 +153,10 @@ def main(argv: list[str] | None = None) -> int:
 def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
     from .benchmarks.pipeline import run_pipeline
     from .benchmarks.registry import load_prompts
-    from .console import print_run_summary
+
+    def print_run_summary(outcome) -> None:  # rich is imported after the run, not before its first request
+        from .console import print_run_summary as show
+        show(outcome, command)
 
     config = resolve_config(args)
     prompts = load_prompts(config, args.data_dir)
@@ -161,7 +164,7 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
         return cmd_plan(args, argv, config, prompts)
     command = "fairsweep " + shlex.join(argv)
     outcomes = run_pipeline(config, prompts, command=command, progress=not args.no_progress,
-                            report=lambda outcome: print_run_summary(outcome, command),
+                            report=print_run_summary,
                             retry_failed=retry_classes(args.retry_failed))
     if any(o.interrupted for o in outcomes):
         return EXIT_INTERRUPTED

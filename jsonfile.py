@@ -1,11 +1,17 @@
 """Small JSON state files (caches of checks already done): read as {} when missing or damaged, written
-atomically (a temp file renamed into place), never fatal: a lost cache only costs the check again."""
+atomically (a temp file renamed into place), never fatal: a lost cache only costs the check again. And
+where fairsweep keeps its caches."""
 
 from __future__ import annotations
 
 import json
 import os
 from pathlib import Path
+
+
+def cache_dir() -> Path:
+    """fairsweep's cache folder: $XDG_CACHE_HOME/fairsweep, else ~/.cache/fairsweep."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "fairsweep"
 
 
 def read_json(path: Path) -> dict:

@@ -14,14 +14,13 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import json
-import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
 from ..errors import MissingDependencyError, NativeCodeError
-from ..jsonfile import read_json, write_json
+from ..jsonfile import cache_dir, read_json, write_json
 
 PORTABLE_CMAKE_ARGS = "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
 REINSTALL = (f'CMAKE_ARGS="{PORTABLE_CMAKE_ARGS}" pip install --force-reinstall --no-cache-dir --no-deps '
@@ -33,8 +32,7 @@ NATIVE_CRASHES = _SIGNALS = {signal.SIGILL: "SIGILL (illegal instruction)", sign
 
 
 def cache_file() -> Path:
-    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return root / "fairsweep" / "native-check.json"
+    return cache_dir() / "native-check.json"
 
 
 def build_fingerprint(model_path: Path) -> str:

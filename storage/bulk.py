@@ -28,6 +28,8 @@ def insert_rows(conn: duckdb.DuckDBPyConnection, table: str, columns: tuple[str,
     import numpy as np
 
     view = f"_fairsweep_rows_{next(_names)}"
+    if hasattr(conn, "complete"):  # DuckDB >= 2: a result read with fetchone() must end before a register
+        conn.complete()
     conn.register(view, {f"c{i}": np.fromiter(col, dtype=object, count=len(rows))
                          for i, col in enumerate(zip(*rows))})
     try:

@@ -10,7 +10,8 @@ import duckdb
 
 from ..errors import DatabaseError
 from .journal import replay
-from .migrations import apply_migrations
+from .migrations import apply_migrations, migrations
+from .template import seed_new_db
 from .tx import transaction
 
 
@@ -21,6 +22,7 @@ def open_db(path: str | Path, *, read_only: bool = False, config: dict | None = 
     path = Path(path)
     if read_only and not path.exists():
         raise DatabaseError(f"database {path} does not exist: check --db, or start a run first")
+    seeded = not read_only and not path.exists() and seed_new_db(path, _schema_texts(), _prepare)
     try:
         conn = duckdb.connect(str(path), read_only=read_only, config=config or {})
     except duckdb.IOException as exc:
@@ -34,11 +36,22 @@ def open_db(path: str | Path, *, read_only: bool = False, config: dict | None = 
         raise DatabaseError(
             f"database {path} is in use by another fairsweep process: wait for it to finish "
             f"or stop it, or use another --db") from None
+    if seeded:  # its migrations were applied when the template was built: date them now
+        conn.execute("UPDATE schema_migrations SET applied_at = now()")
     if not read_only:
-        applied = apply_migrations(conn)
-        refresh_views(conn, force=bool(applied))
+        _prepare(conn)
         replay(conn, path)  # answers a killed run had received but not committed
     return conn
+
+
+def _prepare(conn: duckdb.DuckDBPyConnection) -> None:
+    """Migrate the schema and refresh the views (nothing to do on a DB that is current)."""
+    applied = apply_migrations(conn)
+    refresh_views(conn, force=bool(applied))
+
+
+def _schema_texts() -> list[str]:
+    return [sql for _, _, sql in migrations()] + view_sql()
 
 
 def view_sql() -> list[str]:
@@ -53,7 +66,7 @@ def refresh_views(conn: duckdb.DuckDBPyConnection, *, force: bool = False) -> No
     exactly these definitions (recreating them costs a quarter of a second at every start)."""
     texts = view_sql()
     digest = hashlib.sha256("\x00".join(texts).encode()).hexdigest()
-    if not force and conn.execute("SELECT count(*) FROM views_state WHERE sql_hash = ?", [digest]).fetchone()[0]:
+    if not force and conn.execute("SELECT count(*) FROM views_state WHERE sql_hash = ?", [digest]).fetchall()[0][0]:
         return
     with transaction(conn):
         for text in texts:

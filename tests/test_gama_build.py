@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import csv
 import json
-import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
-from helpers import fairsweep_cmd, rows
+from helpers import fairsweep_cmd, kill_once_answered, rows, stored_fingerprints
 from fairsweep.benchmarks.gama import build as gb
 from fairsweep.benchmarks.gama import build_prompts as bp
 from fairsweep.benchmarks.gama.review import SCORES, parse_review
@@ -20,7 +18,6 @@ from fairsweep.benchmarks.gama.schema import Plausibility, Review, Scenario, loa
 from fairsweep.cli import main
 from fairsweep.config import parse_config
 from fairsweep.errors import ConfigError, DataError
-from fairsweep.providers.sim_server import prompt_fingerprint
 
 INT, PUB = "intimate/financial_control/L2/plain", "public/false_accusation/L1/reassurance"
 PASS = {"verdict": "accept", "scores": dict.fromkeys(SCORES, 5), "plausibility": {"label": "neutral", "reasons": []},
@@ -198,12 +195,6 @@ def test_build_end_to_end_on_the_simulated_server(sim, tmp_path):
                     for g in ("male", "female")]
 
 
-def stored_fingerprints(db: str) -> set[str]:
-    messages = rows(db, "SELECT p.messages FROM responses s JOIN requests r USING (request_id) "
-                        "JOIN prompts p USING (benchmark, prompt_key, prompt_hash)")
-    return {prompt_fingerprint(json.loads(m[0])) for m in messages}
-
-
 def test_sigkill_mid_build_then_resume_sends_nothing_stored_and_gives_the_same_output(sim, tmp_path):
     answers = write_answers(tmp_path / "answers.json")
     server = sim("--answers", str(answers), "--latency-ms", "150")
@@ -215,15 +206,7 @@ def test_sigkill_mid_build_then_resume_sends_nothing_stored_and_gives_the_same_o
     db = str(tmp_path / "kill.duckdb")
     config = write_config(tmp_path / "build.toml", db, server.base_url, server.base_url)
     out = tmp_path / "out"
-    proc = subprocess.Popen(fairsweep_cmd(*build_args(config, out, "tfidf")), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 60
-    while server.stats()["ok"] < 12:  # generate done (8 answers + 1 retry), the review under way
-        assert proc.poll() is None and time.monotonic() < deadline, "the build never got going"
-        time.sleep(0.02)
-    proc.send_signal(signal.SIGKILL)
-    proc.communicate()  # drains and closes its pipes
-    assert proc.returncode == -signal.SIGKILL
+    kill_once_answered(build_args(config, out, "tfidf"), server, 12)  # generate done (8 + 1 retry), review under way
     first = stored_fingerprints(db)
     assert 7 <= len(first) < 21 and not out.exists(), "the kill should land mid-build"
     server.reset_stats()

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import csv
 import json
-import signal
 import subprocess
-import time
 from pathlib import Path
 
-from helpers import fairsweep_cmd, rows, stored_fingerprints
+from helpers import fairsweep_cmd, kill_once_answered, rows, stored_fingerprints
 from fairsweep.benchmarks.gama.review import SCORES
 from fairsweep.benchmarks.gama.review_run import REVIEW_PROMPT_VERSION, merge, review_run_name
 from fairsweep.benchmarks.gama.schema import Plausibility, load_scenarios, write_scenarios_jsonl
@@ -160,14 +158,7 @@ def test_sigkill_mid_review_then_resume_sends_nothing_stored_and_gives_the_same_
     config = write_config(tmp_path / "kill.toml", db, {"solo": server.base_url})
     out = tmp_path / "out.jsonl"
     args = ["gama", "review", "--config", str(config), "--scenarios", str(source), "--out", str(out), "--no-progress"]
-    proc = subprocess.Popen(fairsweep_cmd(*args), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 60
-    while server.stats()["ok"] < 10:
-        assert proc.poll() is None and time.monotonic() < deadline, "the review never got going"
-        time.sleep(0.02)
-    proc.send_signal(signal.SIGKILL)
-    proc.communicate()  # drains and closes its pipes
-    assert proc.returncode == -signal.SIGKILL
+    kill_once_answered(args, server, 10)
     first = stored_fingerprints(db)
     assert 5 <= len(first) < 40 and not out.exists(), "the kill should land mid-review"
     server.reset_stats()

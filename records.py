@@ -7,6 +7,7 @@ without importing each other.
 from __future__ import annotations
 
 import enum
+import functools
 import hashlib
 import json
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ class Prompt:
     messages: tuple[dict[str, Any], ...]
     metadata: dict[str, Any]
 
-    @property
+    @functools.cached_property  # read several times per request while planning: computed once per prompt
     def prompt_hash(self) -> str:
         return hashlib.sha256(canonical_json(list(self.messages)).encode()).hexdigest()[:16]
 

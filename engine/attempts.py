@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import uuid
+import os
+import random
 from datetime import datetime, timezone
 from typing import Protocol
 
@@ -15,7 +16,7 @@ MAX_ERROR_CHARS = 500
 class RowSink(Protocol):
     """Where rows go: the batch writer, or a buffer that carries them to it (Ray workers)."""
 
-    def add(self, row: AttemptRow | ResponseRow) -> None: ...
+    def add(self, *rows: AttemptRow | ResponseRow) -> None: ...
 
 
 class AttemptRecorder:
@@ -28,27 +29,35 @@ class AttemptRecorder:
     def failure(self, item: WorkItem, attempt_no: int, started: datetime, latency_ms: float,
                 failure: ProviderFailure) -> None:
         self.sink.add(AttemptRow(
-            uuid.uuid4().hex, item.request_id, self.session_id, attempt_no, started, latency_ms, failure.kind,
+            new_id(), item.request_id, self.session_id, attempt_no, started, latency_ms, failure.kind,
             failure.error_class, failure.http_status, failure.retry_after, failure.message[:MAX_ERROR_CHARS],
             None, None))
 
     def invalid(self, item: WorkItem, attempt_no: int, message: str) -> None:
         """The request's final failure after its output stayed invalid through every try."""
         self.sink.add(AttemptRow(
-            uuid.uuid4().hex, item.request_id, self.session_id, attempt_no, now_utc(), 0.0,
+            new_id(), item.request_id, self.session_id, attempt_no, now_utc(), 0.0,
             Outcome.PERMANENT.value, INVALID_OUTPUT, None, None,
             f"output still invalid after {attempt_no - 1} tries: {message}"[:MAX_ERROR_CHARS], None, None))
 
     def success(self, item: WorkItem, attempt_no: int, started: datetime, latency_ms: float,
                 completion: Completion) -> None:
-        attempt_id = uuid.uuid4().hex
+        attempt_id = new_id()
         self.sink.add(AttemptRow(
             attempt_id, item.request_id, self.session_id, attempt_no, started, latency_ms, Outcome.OK.value, None,
-            None, None, None, completion.prompt_tokens, completion.completion_tokens))
-        self.sink.add(ResponseRow(
+            None, None, None, completion.prompt_tokens, completion.completion_tokens), ResponseRow(
             item.request_id, attempt_id, completion.text, completion.finish_reason, completion.prompt_tokens,
             completion.completion_tokens, completion.cost_usd, completion.provider_model,
             completion.system_fingerprint, latency_ms, now_utc()))
+
+
+_ids = random.Random()  # seeded from os.urandom: unique across processes without a syscall per id
+os.register_at_fork(after_in_child=_ids.seed)  # a forked child must not repeat its parent's ids
+
+
+def new_id() -> str:
+    """A random 128-bit id, as uuid4().hex would give (uuid4 reads os.urandom for every id)."""
+    return f"{_ids.getrandbits(128):032x}"
 
 
 def now_utc() -> datetime:

@@ -83,8 +83,9 @@ class Journal:
         self._next += 1
         return path, os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
 
-    def append(self, row: NamedTuple) -> None:
-        os.write(self._fd, encode(row))
+    def append(self, *rows: NamedTuple) -> None:
+        """One write for the rows of one call (an answer's attempt and response)."""
+        os.write(self._fd, b"".join(encode(row) for row in rows))
         if self.fsync:
             os.fsync(self._fd)
 

@@ -48,16 +48,17 @@ class BatchWriter:
         self._thread = threading.Thread(target=self._loop, name="fairsweep-writer", daemon=True)
         self._thread.start()
 
-    def add(self, row: AttemptRow | ResponseRow | DriftRow) -> None:
-        """Queue one row (never blocks on I/O). Raises if an earlier flush failed."""
+    def add(self, *rows: AttemptRow | ResponseRow | DriftRow) -> None:
+        """Queue rows (never blocks on I/O). Raises if an earlier flush failed."""
         if self._error:
             raise RuntimeError(f"the result writer failed: {self._error}") from self._error
         with self._cond:
             if self._journal is not None:
-                self._journal.append(row)  # a plain write: kept by the OS if this process dies now
-            self._pending[type(row)].append(row)
-            self._count += 1
-            self._submitted_seq += 1
+                self._journal.append(*rows)  # a plain write: kept by the OS if this process dies now
+            for row in rows:
+                self._pending[type(row)].append(row)
+            self._count += len(rows)
+            self._submitted_seq += len(rows)
             if self._count >= self._flush_rows:
                 self._cond.notify()
 

@@ -56,8 +56,8 @@ class RowSink:
     def __init__(self) -> None:
         self.rows: list[AttemptRow | ResponseRow] = []
 
-    def add(self, row: AttemptRow | ResponseRow) -> None:
-        self.rows.append(row)
+    def add(self, *rows: AttemptRow | ResponseRow) -> None:
+        self.rows.extend(rows)
 
     def attempts(self) -> list[AttemptRow]:
         return [r for r in self.rows if isinstance(r, AttemptRow)]

@@ -115,3 +115,22 @@ async def test_models_sharing_a_key_share_its_stops_only_per_model():
     b = queue(FakeProvider(default=answer()), 3, "b", key=key)
     await run(a, b)
     assert a.counts.stopped == "401" and b.counts.stored == 3
+
+
+def test_attempt_ids_are_unique_and_a_forked_child_draws_its_own():
+    import os
+
+    from fairsweep.engine.attempts import new_id
+
+    ids = {new_id() for _ in range(20_000)}
+    assert len(ids) == 20_000 and all(len(i) == 32 and int(i, 16) >= 0 for i in ids)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report its next id and leave at once
+        os.write(write, new_id().encode())
+        os._exit(0)
+    os.waitpid(pid, 0)
+    child = os.read(read, 64).decode()
+    os.close(read)
+    os.close(write)
+    assert len(child) == 32 and child != new_id() and child not in ids

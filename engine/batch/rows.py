@@ -29,8 +29,8 @@ class BatchRows:
         latency_ms = (received - submitted).total_seconds() * 1000  # the batch's turnaround
         self.sink.add(AttemptRow(aid, item.request_id, self.session_id, attempt_no, submitted, latency_ms,
                                  Outcome.BATCH.value, None, None, None, None, completion.prompt_tokens,
-                                 completion.completion_tokens))
-        self.sink.add(ResponseRow(item.request_id, aid, completion.text, completion.finish_reason,
+                                 completion.completion_tokens),
+                      ResponseRow(item.request_id, aid, completion.text, completion.finish_reason,
                                   completion.prompt_tokens, completion.completion_tokens, completion.cost_usd,
                                   completion.provider_model, completion.system_fingerprint, latency_ms, received))
 

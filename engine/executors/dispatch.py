@@ -97,8 +97,8 @@ class ShardBook:
         """Commit the rows of one update and count what they settle."""
         tally = self.tallies[shard.spec.name]
         counts = tally.counts
+        self.writer.add(*update.rows)
         for row in update.rows:
-            self.writer.add(row)
             if isinstance(row, ResponseRow):
                 if self._settle(row.request_id):
                     counts.stored += 1

@@ -52,8 +52,8 @@ class RowBuffer:
     def __init__(self) -> None:
         self.rows: list[AttemptRow | ResponseRow] = []
 
-    def add(self, row: AttemptRow | ResponseRow) -> None:
-        self.rows.append(row)
+    def add(self, *rows: AttemptRow | ResponseRow) -> None:
+        self.rows.extend(rows)
 
     def __bool__(self) -> bool:
         return bool(self.rows)

@@ -28,27 +28,43 @@ class AttemptRecorder:
 
     def failure(self, item: WorkItem, attempt_no: int, started: datetime, latency_ms: float,
                 failure: ProviderFailure) -> None:
-        self.sink.add(AttemptRow(
-            new_id(), item.request_id, self.session_id, attempt_no, started, latency_ms, failure.kind,
-            failure.error_class, failure.http_status, failure.retry_after, failure.message[:MAX_ERROR_CHARS],
-            None, None))
+        self.sink.add(failure_row(new_id(), self.session_id, item, attempt_no, started, latency_ms, failure))
 
     def invalid(self, item: WorkItem, attempt_no: int, message: str) -> None:
         """The request's final failure after its output stayed invalid through every try."""
-        self.sink.add(AttemptRow(
-            new_id(), item.request_id, self.session_id, attempt_no, now_utc(), 0.0,
-            Outcome.PERMANENT.value, INVALID_OUTPUT, None, None,
-            f"output still invalid after {attempt_no - 1} tries: {message}"[:MAX_ERROR_CHARS], None, None))
+        self.sink.add(invalid_row(new_id(), self.session_id, item, attempt_no, message))
 
     def success(self, item: WorkItem, attempt_no: int, started: datetime, latency_ms: float,
                 completion: Completion) -> None:
-        attempt_id = new_id()
-        self.sink.add(AttemptRow(
-            attempt_id, item.request_id, self.session_id, attempt_no, started, latency_ms, Outcome.OK.value, None,
-            None, None, None, completion.prompt_tokens, completion.completion_tokens), ResponseRow(
-            item.request_id, attempt_id, completion.text, completion.finish_reason, completion.prompt_tokens,
-            completion.completion_tokens, completion.cost_usd, completion.provider_model,
-            completion.system_fingerprint, latency_ms, now_utc()))
+        self.sink.add(*answer_rows(new_id(), self.session_id, item, attempt_no, started, latency_ms,
+                                   Outcome.OK.value, completion, now_utc()))
+
+
+# The rows of one try, shared by synchronous sends (AttemptRecorder) and batch results (engine/batch/rows.py).
+
+def answer_rows(attempt_id: str, session_id: str, item: WorkItem, attempt_no: int, started: datetime,
+                latency_ms: float, outcome: str, completion: Completion,
+                received: datetime) -> tuple[AttemptRow, ResponseRow]:
+    """An answered try: its attempt and its response."""
+    return (AttemptRow(attempt_id, item.request_id, session_id, attempt_no, started, latency_ms, outcome, None,
+                       None, None, None, completion.prompt_tokens, completion.completion_tokens),
+            ResponseRow(item.request_id, attempt_id, completion.text, completion.finish_reason,
+                        completion.prompt_tokens, completion.completion_tokens, completion.cost_usd,
+                        completion.provider_model, completion.system_fingerprint, latency_ms, received))
+
+
+def failure_row(attempt_id: str, session_id: str, item: WorkItem, attempt_no: int, started: datetime,
+                latency_ms: float, failure: ProviderFailure) -> AttemptRow:
+    return AttemptRow(attempt_id, item.request_id, session_id, attempt_no, started, latency_ms, failure.kind,
+                      failure.error_class, failure.http_status, failure.retry_after,
+                      failure.message[:MAX_ERROR_CHARS], None, None)
+
+
+def invalid_row(attempt_id: str, session_id: str, item: WorkItem, attempt_no: int, message: str) -> AttemptRow:
+    """The request's final failure after its output stayed invalid through every try."""
+    return AttemptRow(attempt_id, item.request_id, session_id, attempt_no, now_utc(), 0.0, Outcome.PERMANENT.value,
+                      INVALID_OUTPUT, None, None,
+                      f"output still invalid after {attempt_no - 1} tries: {message}"[:MAX_ERROR_CHARS], None, None)
 
 
 _ids = random.Random()  # seeded from os.urandom: unique across processes without a syscall per id

@@ -101,12 +101,14 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--out", required=True, help="output directory")
     export.add_argument("--format", choices=("parquet", "csv", "both"), default="both")
 
-    data = sub.add_parser("data", help="MRNI-BB data: fetch at the pinned commit, or verify a copy")
-    data.add_argument("action", choices=("fetch", "verify"))
+    data = sub.add_parser("data", help="MRNI-BB data: fetch at the pinned commit, verify a copy, or ensure "
+                                       "one is there (verify, else install --from, else download)")
+    data.add_argument("action", choices=("fetch", "verify", "ensure"))
     data.add_argument("--data-dir", help="fetch: where to put it (default: the cache); verify: what to check")
     data.add_argument("--base-url", help="fetch from a mirror of the upstream data/ folder")
-    data.add_argument("--from", dest="source", help="fetch: install a local copy of the upstream data/ folder "
-                                                    "into the cache (verified like a download)")
+    data.add_argument("--from", dest="source", help="fetch, ensure: install a local copy of the upstream data/ "
+                                                    "folder into the cache (verified like a download); ensure "
+                                                    "downloads when there is no such folder")
     data.add_argument("--debug", action="store_true")
 
     score = sub.add_parser("score", help="(re)score stored responses offline: parse answers, run judges")
@@ -241,6 +243,10 @@ def cmd_data(args: argparse.Namespace, argv: list[str]) -> int:
 
     from .benchmarks.mrni import data
 
+    if args.action == "ensure":
+        dest, done = data.ensure(Path(args.source) if args.source else None, args.base_url)
+        print(f"MRNI-BB data in {dest}: {done}")
+        return EXIT_OK
     if args.action == "fetch":
         dest = data.fetch(Path(args.data_dir) if args.data_dir else None, args.base_url,
                           source_dir=Path(args.source) if args.source else None)

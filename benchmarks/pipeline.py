@@ -10,14 +10,14 @@ from ..config import SweepConfig
 from ..engine.outcome import RunOutcome
 from ..engine.runner import run_sweep
 from ..records import Prompt
-from .registry import LABELLERS, SCORERS, STAGES, resolve
+from .registry import FINDINGS, LABELLERS, SCORERS, STAGES, resolve
 
 
 def run_pipeline(config: SweepConfig, prompts: list[Prompt], *, command: str, progress: bool,
                  report: Callable[[RunOutcome], None], retry_failed: tuple[str, ...] | None = None
                  ) -> list[RunOutcome]:
-    """Run, stages, score; `report` sees each engine run's outcome as it ends. Scoring runs unless
-    the last run was interrupted."""
+    """Run, stages, score, then what was found; `report` sees each engine run's outcome as it ends.
+    Scoring runs unless the last run was interrupted."""
     outcome = run_sweep(config, prompts, command=command, progress=progress, retry_failed=retry_failed,
                         after_commit=labeller(config.benchmarks))
     report(outcome)
@@ -26,7 +26,15 @@ def run_pipeline(config: SweepConfig, prompts: list[Prompt], *, command: str, pr
         outcomes += run_later_stages(config, command, progress, report)
     if not outcomes[-1].interrupted:
         score_benchmarks(config, config.benchmarks)
+        show_findings(config, config.benchmarks)
     return outcomes
+
+
+def show_findings(config: SweepConfig, benchmarks) -> None:
+    """Each benchmark's findings for the run just scored (e.g. MRNI-BB's bias scores with intervals)."""
+    for name in benchmarks:
+        if name in FINDINGS:
+            resolve(FINDINGS, name, "show findings")(config.db, config.run)
 
 
 def labeller(benchmarks) -> Callable | None:

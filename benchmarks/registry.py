@@ -25,7 +25,8 @@ class Benchmark:
     dict` of counts (offline, re-runnable); `stage(config, command, progress) -> RunOutcome | None`, a
     later engine run over stored responses (GAMA's judges); `report(db, runs, fmt, out)`;
     `label(conn, responses)`: labels answers as each batch of them is committed during a run (live reads
-    see them; scoring then finds them labelled); `identity_fields`: config fields that change the prompts,
+    see them; scoring then finds them labelled); `findings(db, run)`: prints what a scored run found, at
+    the end of `fairsweep run`; `identity_fields`: config fields that change the prompts,
     so a resumed run must keep them."""
 
     load: str
@@ -33,6 +34,7 @@ class Benchmark:
     label: str | None = None
     stage: str | None = None
     report: str | None = None
+    findings: str | None = None
     identity_fields: tuple[str, ...] = ()
 
 
@@ -40,7 +42,8 @@ BENCHMARKS: dict[str, Benchmark] = {
     "mrni": Benchmark(load="fairsweep.benchmarks.mrni.prompts:load",
                       score="fairsweep.benchmarks.mrni.score:score_run",
                       label="fairsweep.benchmarks.mrni.labels:label_committed",
-                      report="fairsweep.benchmarks.mrni.report:report"),
+                      report="fairsweep.benchmarks.mrni.report:report",
+                      findings="fairsweep.benchmarks.mrni.findings:show"),
     "mrni-likert": Benchmark(load="fairsweep.benchmarks.mrni.likert:load",
                              score="fairsweep.benchmarks.mrni.likert:score_run",
                              report="fairsweep.benchmarks.mrni.likert_report:report",
@@ -57,8 +60,8 @@ def _table(role: str) -> dict[str, str]:
     return {name: target for name, b in BENCHMARKS.items() if (target := getattr(b, role))}
 
 
-LOADERS, SCORERS, STAGES, REPORTERS, LABELLERS = (_table(role) for role in ("load", "score", "stage", "report",
-                                                                            "label"))
+LOADERS, SCORERS, STAGES, REPORTERS, LABELLERS, FINDINGS = (
+    _table(role) for role in ("load", "score", "stage", "report", "label", "findings"))
 
 
 def identity_fields(benchmarks: tuple[str, ...]) -> tuple[str, ...]:

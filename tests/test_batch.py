@@ -15,7 +15,7 @@ import urllib.request
 
 import pytest
 
-from helpers import fairsweep_cmd, rows, sweep
+from helpers import StderrLines, fairsweep_cmd, rows, sweep
 from fairsweep.config import ModelSpec
 from fairsweep.engine.batch.split import split
 from fairsweep.engine.runner import run_sweep
@@ -195,6 +195,21 @@ def env(mrni_dir) -> dict:
     return {**os.environ, "FAIRSWEEP_MRNI_DIR": str(mrni_dir), KEY_ENV: KEY}
 
 
+def wait_for_batch_progress(server, batch_id: str, timeout: float = 60) -> None:
+    """Until the provider has answered some, not all, of a batch's requests."""
+    deadline = time.monotonic() + timeout
+    while True:
+        request = urllib.request.Request(f"{server.base_url}/batches/{batch_id}",
+                                         headers={"Authorization": f"Bearer {KEY}"})
+        with urllib.request.urlopen(request, timeout=10) as resp:
+            counts = json.loads(resp.read())["request_counts"]
+        if counts["completed"] + counts["failed"] > 0:
+            assert counts["completed"] + counts["failed"] < counts["total"], "the batch ended before the cancel"
+            return
+        assert time.monotonic() < deadline, "the provider never answered any of the batch"
+        time.sleep(0.05)
+
+
 def wait_for_batches(server, n: int, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while server.stats()["batches"].get("created", 0) < n:
@@ -202,9 +217,14 @@ def wait_for_batches(server, n: int, timeout: float = 60) -> None:
         time.sleep(0.05)
 
 
-def table_rows(stdout: str, first: str) -> list[list[str]]:
-    return [[c.strip() for c in re.split(r"[│┃]", line) if c.strip()] for line in stdout.splitlines()
-            if re.split(r"[│┃]", line)[1:2] and re.split(r"[│┃]", line)[1].strip() == first]
+def table_rows(stdout: str, first: str, keep_empty: bool = False) -> list[list[str]]:
+    """The cells of the table rows whose first cell is `first` (empty cells dropped unless `keep_empty`)."""
+    found = []
+    for line in stdout.splitlines():
+        cells = [c.strip() for c in re.split(r"[│┃]", line)[1:-1]]
+        if cells[:1] == [first]:
+            found.append(cells if keep_empty else [c for c in cells if c])
+    return found
 
 
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
@@ -213,18 +233,18 @@ def test_sigkill_while_batches_are_in_flight_then_the_same_command_reattaches(si
     config = write_config(tmp_path, server, api)
     db = str(tmp_path / "b.duckdb")
     command = fairsweep_cmd("run", "--config", config, "--limit", "25", "--no-progress")
-    proc = subprocess.Popen(command, env=env(mrni_dir), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_for_batches(server, 1)
-    time.sleep(0.3)
+    proc = subprocess.Popen(command, env=env(mrni_dir), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    stderr = StderrLines(proc)
+    stderr.wait_for("submitted 25 requests")  # printed once the batch is recorded in the DB
     proc.send_signal(signal.SIGKILL)
-    proc.communicate()  # drains and closes its pipes
+    stderr.finish()
     assert rows(db, "SELECT status, requests, provider_batch_id IS NOT NULL FROM batches") == [("submitted", 25, True)]
     assert rows(db, "SELECT count(*) FROM responses") == [(0,)]
     # status and `fairsweep batches` show the batch in flight; plan counts its requests as in a batch
     status = subprocess.run(fairsweep_cmd("status", "--config", config), env=env(mrni_dir), capture_output=True,
                             text=True, timeout=60)
     assert status.returncode == 0 and "batches in flight" in status.stdout
-    (listed,) = table_rows(status.stdout, "batched")[-1:]
+    (listed,) = table_rows(status.stdout, "batched", keep_empty=True)[-1:]  # killed before any poll
     assert listed[1:3] == [api, api] and listed[4] == "submitted" and listed[6] == "25"
     plan = subprocess.run(fairsweep_cmd("plan", "--config", config, "--limit", "25"), env=env(mrni_dir),
                           capture_output=True, text=True, timeout=120)
@@ -248,14 +268,15 @@ def test_ctrl_c_leaves_batches_running_says_how_to_resume_or_cancel_and_cancel_w
     config = write_config(tmp_path, server, "openai")
     db = str(tmp_path / "b.duckdb")
     command = fairsweep_cmd("run", "--config", config, "--limit", "30", "--no-progress")
-    proc = subprocess.Popen(command, env=env(mrni_dir), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    wait_for_batches(server, 1)
-    time.sleep(0.3)
+    proc = subprocess.Popen(command, env=env(mrni_dir), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    stderr = StderrLines(proc)
+    submitted = stderr.wait_for("submitted 30 requests")  # printed once the batch is recorded in the DB
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=30)
+    err = stderr.finish(timeout=60)
     assert proc.returncode == 130, err
     assert "still running" in err and "fairsweep batches cancel" in err and f"run --config {config}" in err
-    time.sleep(1.5)  # the provider goes on answering: some of the batch is done when it is cancelled
+    batch_id = submitted.split()[1]
+    wait_for_batch_progress(server, batch_id)  # the provider goes on answering: some is done when it is cancelled
     cancel = subprocess.run(fairsweep_cmd("batches", "cancel", "--config", config), env=env(mrni_dir),
                             capture_output=True, text=True, timeout=60)
     assert cancel.returncode == 0, cancel.stderr

@@ -113,7 +113,7 @@ def judge_fingerprints(db: str) -> set[str]:
 def test_two_stage_run_interrupted_in_the_judge_stage_resumes_and_reports(sim, tmp_path, stop):
     target_answers, judge_answers = answers_files(tmp_path)
     target = sim("--answers", str(target_answers))
-    judge = sim("--answers", str(judge_answers), "--latency-ms", "150")
+    judge = sim("--answers", str(judge_answers), "--latency-ms", "400")  # the stop lands mid stage, even on a busy machine
     db = str(tmp_path / "two.duckdb")
     config = write_config(tmp_path / "sweep.toml", db, scenario_file(tmp_path / "s.jsonl"), target.base_url,
                           judge.base_url)

@@ -9,10 +9,9 @@ import os
 import re
 import stat
 import subprocess
-import time
 from pathlib import Path
 
-from helpers import fairsweep_cmd, rows, wait_for_ok
+from helpers import fairsweep_cmd, grown, rows, wait_for_ok
 from fairsweep.storage.live import socket_path
 
 
@@ -72,8 +71,8 @@ def test_a_run_is_read_while_it_writes_and_ends_complete(sim, tmp_path, mrni_dir
         assert plan.returncode == 0 and "sim" in plan.stdout, plan.stderr
         refused = fairsweep("query", "--config", str(config), f"COPY (SELECT 42) TO '{beside}'", env=env)
         assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "COPY" in refused.stderr
-        time.sleep(1.0)
-        second = answered(config, env), status_done(config, env), report_answered(config, tmp_path / "r2", env)
+        second = grown(lambda: (answered(config, env), status_done(config, env),
+                                report_answered(config, tmp_path / "r2", env)), first, server)
         assert all(0 < a < b for a, b in zip(first, second)), (first, second)  # query, status, report
         assert run.poll() is None, "the run should still be going"
         path = socket_path(db)

@@ -16,7 +16,8 @@ import pytest
 import ray
 from ray._private import ray_constants
 
-from helpers import fairsweep_cmd, make_prompts, rows, sim_model, stored_fingerprints, sweep, wait_for_ok
+from helpers import (fairsweep_cmd, grown, make_prompts, rows, sim_model, stored_fingerprints, sweep, wait_for_ok,
+                     wait_for_quiet)
 from fairsweep.engine.executors.ray_executor import RayExecutor
 from fairsweep.engine.executors.ray_limiter import HORIZON_S, PermitBook, Report
 from fairsweep.engine.runner import run_sweep
@@ -212,7 +213,7 @@ def test_a_killed_driver_is_resumed_like_any_run(ray_cluster, sim, tmp_path, mrn
     driver.communicate()  # drains and closes its pipes
     first = stored_fingerprints(db)
     assert 0 < len(first) < 200, "the kill should land mid-run"
-    time.sleep(1.0)  # the dead driver's workers are reaped by Ray
+    wait_for_quiet(server)  # the dead driver's workers have stopped sending
     server.reset_stats()
     resumed = subprocess.run(cli_run(config, ray_cluster, 200), env=env, capture_output=True, text=True, timeout=120)
     assert resumed.returncode == 0, resumed.stderr
@@ -227,7 +228,7 @@ def test_ctrl_c_on_the_driver_commits_what_arrived_and_prints_the_resume_command
     server, db, _, _, driver = start_driver(ray_cluster, sim, tmp_path, mrni_dir, 100, stdout=subprocess.PIPE)
     wait_for_ok(server, 10)
     driver.send_signal(signal.SIGINT)
-    _, err = driver.communicate(timeout=30)
+    _, err = driver.communicate(timeout=120)
     assert driver.returncode == 130, err
     assert "Resume with" in err and "--executor ray" in err
     answered = server.stats()["ok"]
@@ -263,8 +264,7 @@ def test_a_ray_run_is_read_while_it_writes(ray_cluster, sim, tmp_path, mrni_dir)
     try:
         wait_for_ok(server, 20)
         first = answered(), status_done(), report_answered(tmp_path / "r1")
-        time.sleep(1.0)
-        second = answered(), status_done(), report_answered(tmp_path / "r2")
+        second = grown(lambda: (answered(), status_done(), report_answered(tmp_path / "r2")), first, server)
         assert all(0 < a < b for a, b in zip(first, second)), (first, second)  # query, status, report
     finally:
         _, err = driver.communicate(timeout=120)

@@ -162,6 +162,21 @@ def fetch(dest: Path | None = None, base_url: str | None = None, timeout_s: floa
     return dest
 
 
+def ensure(source_dir: Path | None = None, base_url: str | None = None) -> tuple[Path, str]:
+    """Make sure a verified copy is there: the configured one ($FAIRSWEEP_MRNI_DIR) or the cache if it
+    verifies, else install the local copy `source_dir` when it exists, else download. Returns the data
+    folder and what was done, in words. A configured copy that does not verify is refused, never replaced."""
+    configured = os.environ.get(ENV_DIR)
+    target = Path(configured).expanduser() if configured else cache_dir()
+    if target.is_dir() and not verify(target, trust_cache=True):
+        return target, f"already here and verified ({len(pinned()['sha256'])} files)"
+    if configured:
+        require_verified(target) if target.is_dir() else resolve_data_dir()
+    if source_dir is not None and source_dir.is_dir():
+        return fetch(source_dir=source_dir), f"installed from the local copy {source_dir}, verified"
+    return fetch(base_url=base_url), "downloaded at the pinned commit, verified"
+
+
 def _download(url: str, target: Path, timeout_s: float) -> None:
     try:
         with urllib.request.urlopen(url, timeout=timeout_s) as resp, open(target, "wb") as out:

@@ -1,0 +1,51 @@
+"""The end of `fairsweep run` on MRNI-BB: a findings table and a plain reading of it, from the same views as
+`fairsweep report`, and the command that writes the full report."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+from helpers import fairsweep_cmd, rows
+from fairsweep.benchmarks.mrni.findings import Finding, Score, reading
+
+
+def test_a_run_ends_with_its_findings_their_reading_and_the_report_command(sim, tmp_path, mrni_dir):
+    answers = tmp_path / "answers.json"
+    answers.write_text(json.dumps({"default": "The man."}))  # every answer names the man: s = +1 everywhere
+    server = sim("--answers", str(answers))
+    db = str(tmp_path / "f.duckdb")
+    run = subprocess.run(fairsweep_cmd("run", "--model", f"sim=sim-model@{server.base_url}", "--limit", "240",
+                                       "--db", db, "--run", "first", "--no-progress"),
+                         env={**os.environ, "FAIRSWEEP_MRNI_DIR": str(mrni_dir)}, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr
+    out = run.stdout
+    assert "MRNI-BB findings · run first" in out
+    table_row = next(line for line in out.splitlines() if line.startswith("│ sim"))
+    assert "+1.00 [+1.00,+1.00]" in table_row and "100% (240/240)" in table_row  # s_DIS and s_AMB, coverage
+    (answered, pairs), = rows(db, "SELECT answered, n_pairs FROM mrni_condition_metrics "
+                                  "WHERE run = 'first' AND condition = 'ambiguous_gs'")
+    assert pairs >= 10
+    assert (f"sim (EN): when the context does not say who, answers lean towards the man (the stereotyped answer), "
+            f"s_AMB +1.00; its 95% interval excludes 0, from {answered} answers over {pairs} item-scenario pairs."
+            in out)
+    assert f"fairsweep report --db {db} --run first --format html --out report" in out
+
+
+def finding(value, low, high, answers=120, pairs=30) -> Finding:
+    score = Score(value, low, high, answers, pairs)
+    return Finding("m", "it", score, score, 0.5, 0.9, 10, 10)
+
+
+def test_the_reading_says_which_way_whether_the_interval_excludes_0_and_what_it_rests_on():
+    assert "lean towards the woman (against the stereotype), s_AMB -0.20; its 95% interval excludes 0, from 120 " \
+           "answers over 30 item-scenario pairs." in reading(finding(-0.2, -0.3, -0.1))
+    assert "its 95% interval includes 0, so no clear lean" in reading(finding(0.1, -0.05, 0.2))
+    assert "m (IT)" in reading(finding(0.1, -0.05, 0.2))
+    assert "but it rests on only 8 answers over 4 item-scenario pairs: too few to conclude" \
+        in reading(finding(0.5, 0.1, 0.9, answers=8, pairs=4))
+    assert "cannot be computed: no answer in the ambiguous contexts named a person" in reading(finding(None, None, None))
+    assert "none of its answers is in an ambiguous" in reading(finding(None, None, None, answers=0, pairs=0))
+    assert "towards neither person" in reading(finding(0.0, -0.1, 0.1))

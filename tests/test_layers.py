@@ -17,7 +17,7 @@ FORBIDDEN = {
     "engine": ("benchmarks", "cli", "console", "plan"),
     "benchmarks": ("cli",),
 }
-LEAVES = ("config.py", "config_types.py", "config_problems.py", "config_doc.py", "errors.py", "records.py",
+LEAVES = ("config/__init__.py", "config/sweep.py", "config/types.py", "config/problems.py", "config/doc.py", "errors.py", "records.py",
           "jsonfile.py")
 LEAF_MODULES = {leaf.removesuffix(".py") for leaf in LEAVES}
 

@@ -134,7 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["sim-server"]:
-        from .providers.sim_server import main as sim_main
+        from .sim.server import main as sim_main
         return sim_main(argv[1:]) or 0
     args = build_parser().parse_args(argv)
     handler = getattr(args, "handler", None) or COMMANDS[args.command]

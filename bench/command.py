@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from fairsweep.providers.sim_server import SimServerProcess
+from fairsweep.sim.server import SimServerProcess
 
 PLAIN_CLIENT = r"""
 import asyncio, json, sys

@@ -24,7 +24,7 @@ from pathlib import Path
 from fairsweep.config import ModelSpec, SweepConfig
 from fairsweep.engine.runner import run_sweep
 from fairsweep.engine.work import Prompt
-from fairsweep.providers.sim_server import SimServerProcess
+from fairsweep.sim.server import SimServerProcess
 
 
 def prompts(n: int) -> list[Prompt]:

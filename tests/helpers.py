@@ -11,7 +11,7 @@ import duckdb
 
 from fairsweep.config import ModelSpec, SweepConfig
 from fairsweep.engine.work import Prompt
-from fairsweep.providers.sim_server import SimServerProcess, prompt_fingerprint
+from fairsweep.sim.server import SimServerProcess, prompt_fingerprint
 
 
 REPO = Path(__file__).resolve().parents[1]

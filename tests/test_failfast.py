@@ -14,7 +14,7 @@ from pathlib import Path
 from helpers import fairsweep_cmd, rows
 from fairsweep.benchmarks.registry import load_prompts
 from fairsweep.config import SweepConfig
-from fairsweep.providers.sim_server import _messages_text, estimate_tokens
+from fairsweep.sim.server import _messages_text, estimate_tokens
 
 
 def free_port() -> int:

@@ -6,7 +6,7 @@ import json
 
 import aiohttp
 
-from fairsweep.providers.sim_server import SimServerProcess, prompt_fingerprint
+from fairsweep.sim.server import SimServerProcess, prompt_fingerprint
 
 HEADERS = {"x-api-key": "sk-ant-sim", "anthropic-version": "2023-06-01", "content-type": "application/json"}
 BODY = {"model": "claude-sim", "max_tokens": 32, "system": "Be brief.",

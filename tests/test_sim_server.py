@@ -12,7 +12,7 @@ import time
 import aiohttp
 import pytest
 
-from fairsweep.providers.sim_server import (
+from fairsweep.sim.server import (
     FAULT_KINDS,
     SimServerProcess,
     estimate_tokens,

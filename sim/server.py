@@ -1,11 +1,11 @@
 """Simulated OpenAI-compatible chat-completions provider (aiohttp.web), which also speaks the Anthropic
-Messages API on /v1/messages (providers/sim_anthropic.py): one server can serve both.
+Messages API on /v1/messages (sim/anthropic.py): one server can serve both.
 
 Used by tests, benchmarks and demos: deterministic answers, configurable
 latency and concurrency, fixed-window rate limits with several retry-hint
 styles, seeded fault injection and cheap live statistics.
 
-Run it with ``python -m fairsweep.providers.sim_server --help``.
+Run it with ``python -m fairsweep.sim.server --help``.
 """
 
 from __future__ import annotations
@@ -276,7 +276,7 @@ class SimState:
         self.semaphore = asyncio.Semaphore(config.max_concurrency) if config.max_concurrency > 0 else None
         self.counter = 0  # per-request counter: response ids and non-deterministic sampling
         self.in_flight = 0
-        self.batch_sim = None  # providers/sim_batches.BatchSim once the routes are added
+        self.batch_sim = None  # sim/batches.BatchSim once the routes are added
         self.reset_stats()
 
     def reset_stats(self) -> None:
@@ -623,9 +623,9 @@ def build_app(config: SimConfig) -> web.Application:
     app = web.Application()
     app[STATE_KEY] = SimState(config, load_answers(config.answers))
     app.router.add_post("/v1/chat/completions", _chat_completions)
-    from .sim_anthropic import add_anthropic_routes  # here, not at the top: it imports this module
+    from .anthropic import add_anthropic_routes  # here, not at the top: it imports this module
     add_anthropic_routes(app, app[STATE_KEY])
-    from .sim_batches import add_batch_routes
+    from .batches import add_batch_routes
     add_batch_routes(app, app[STATE_KEY])
     app.router.add_get("/v1/models", _models)
     app.router.add_get("/health", _health)
@@ -741,7 +741,7 @@ class SimServerProcess:
         self.stop()
 
     def start(self) -> None:
-        cmd = [sys.executable, "-m", "fairsweep.providers.sim_server", "--port", "0", *self.args]
+        cmd = [sys.executable, "-m", "fairsweep.sim.server", "--port", "0", *self.args]
         self._stderr = tempfile.TemporaryFile()  # a file, not a pipe: it can never fill up and block
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._stderr,
                                      stdin=subprocess.DEVNULL, text=True)

@@ -20,8 +20,8 @@ from typing import Any
 
 from aiohttp import web
 
-from .sim_anthropic import Rejected, check_auth, check_params, message_payload
-from .sim_server import (DEFAULT_MODEL, _check_request, _completion_payload, _cut_to_max_tokens, _error_body,
+from .anthropic import Rejected, check_auth, check_params, message_payload
+from .server import (DEFAULT_MODEL, _check_request, _completion_payload, _cut_to_max_tokens, _error_body,
                          _messages_text, _Reject, estimate_tokens, prompt_fingerprint)
 
 CANCEL_DELAY_S = 0.1

@@ -1,5 +1,5 @@
 """The simulated server's Anthropic Messages API: POST /v1/messages on the same app, limits, faults,
-answers and statistics as the OpenAI-compatible route (providers/sim_server.py).
+answers and statistics as the OpenAI-compatible route (sim/server.py).
 
 What it checks and answers as Anthropic does: the `x-api-key` and `anthropic-version` headers, a body
 with model, max_tokens and messages (content as a string or text blocks, `system` apart), a message with
@@ -18,7 +18,7 @@ from typing import Any
 
 from aiohttp import web
 
-from .sim_server import (DEFAULT_MODEL, _abort_connection, _content_text, _cut_to_max_tokens, counted,
+from .server import (DEFAULT_MODEL, _abort_connection, _content_text, _cut_to_max_tokens, counted,
                          estimate_tokens, prompt_fingerprint)
 
 ANTHROPIC_VERSION_HEADER = "anthropic-version"

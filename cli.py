@@ -35,9 +35,9 @@ from .errors import EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USER, Fairs
 # Modules that add their own verbs: each has register(subparsers, add_common_flags), and sets
 # `handler=function(args, argv) -> exit code` on its parsers. Keep their imports cheap.
 PLUGIN_COMMANDS: list[str] = [
-    "fairsweep.benchmarks.gama.cli",
-    "fairsweep.benchmarks.gama.eval_cli",
-    "fairsweep.batch_cli",
+    "fairsweep.commands.gama",
+    "fairsweep.commands.gama_eval",
+    "fairsweep.commands.batches",
 ]
 
 
@@ -155,7 +155,7 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
     from .benchmarks.registry import load_prompts
 
     def print_run_summary(outcome) -> None:  # rich is imported after the run, not before its first request
-        from .console import print_run_summary as show
+        from .commands.console import print_run_summary as show
         show(outcome, command)
 
     config = resolve_config(args)
@@ -206,7 +206,7 @@ def cmd_report(args: argparse.Namespace, argv: list[str]) -> int:
 def cmd_plan(args: argparse.Namespace, argv: list[str], config: SweepConfig | None = None,
              prompts: list | None = None) -> int:
     from .benchmarks.registry import load_prompts
-    from .plan import build_plan, print_plan
+    from .commands.plan import build_plan, print_plan
 
     config = config or resolve_config(args)
     prompts = prompts if prompts is not None else load_prompts(config, args.data_dir)
@@ -215,14 +215,14 @@ def cmd_plan(args: argparse.Namespace, argv: list[str], config: SweepConfig | No
 
 
 def cmd_status(args: argparse.Namespace, argv: list[str]) -> int:
-    from .console import print_status
+    from .commands.console import print_status
     config = resolve_config(args)
     print_status(config.db, config.run if (args.run or args.config) else None)
     return EXIT_OK
 
 
 def cmd_query(args: argparse.Namespace, argv: list[str]) -> int:
-    from .console import run_query
+    from .commands.console import run_query
     config = resolve_config(args)
     run_query(config.db, args.sql, args.format)
     return EXIT_OK

@@ -291,7 +291,7 @@ def test_plan_shows_both_prices_and_the_wait(sim, tmp_path, mrni_dir):
 
 def test_batch_prices_come_from_the_price_map_else_half_the_synchronous_price_as_an_estimate(sim, tmp_path):
     from fairsweep.config import SweepConfig
-    from fairsweep.plan import _batch_cost, build_plan
+    from fairsweep.commands.plan import _batch_cost, build_plan
 
     server = sim()
     specs = (ModelSpec(name="mini", model="openai/gpt-4o-mini", api_base=server.base_url, batch=True),

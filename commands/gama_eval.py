@@ -1,4 +1,4 @@
-"""CLI verbs of the GAMA-Bench evaluation (listed in cli.PLUGIN_COMMANDS):
+"""CLI verbs of the GAMA-Bench evaluation (registered by cli.py):
 
   fairsweep gama-judge [--judge SPEC ...]        judge a finished run's stored responses (add judges later)
   fairsweep gama-validation export --out CSV     blinded A/B pairs for annotators (+ a separate key file)
@@ -43,11 +43,11 @@ def register(subparsers, add_common_flags) -> None:
 
 
 def cmd_judge(args: argparse.Namespace, argv: list[str]) -> int:
-    from ...config import model_from_flag, resolve_config, with_batch, with_overrides
-    from ...console import print_run_summary
-    from ...errors import EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_OK, ConfigError
-    from ..pipeline import score_benchmarks
-    from .judge import stage
+    from ..config import model_from_flag, resolve_config, with_batch, with_overrides
+    from .console import print_run_summary
+    from ..errors import EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_OK, ConfigError
+    from ..benchmarks.pipeline import score_benchmarks
+    from ..benchmarks.gama.judge import stage
 
     config = resolve_config(args)
     if args.judge:
@@ -66,10 +66,10 @@ def cmd_judge(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 def cmd_export(args: argparse.Namespace, argv: list[str]) -> int:
-    from ...config import resolve_config
-    from ...errors import EXIT_OK
-    from ...storage.db import open_db
-    from .validation import export_pairs
+    from ..config import resolve_config
+    from ..errors import EXIT_OK
+    from ..storage.db import open_db
+    from ..benchmarks.gama.validation import export_pairs
 
     config = resolve_config(args)
     out = Path(args.out)
@@ -85,10 +85,10 @@ def cmd_export(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 def cmd_import(args: argparse.Namespace, argv: list[str]) -> int:
-    from ...config import resolve_config
-    from ...errors import EXIT_OK
-    from ...storage.db import open_db
-    from .validation import import_labels
+    from ..config import resolve_config
+    from ..errors import EXIT_OK
+    from ..storage.db import open_db
+    from ..benchmarks.gama.validation import import_labels
 
     config = resolve_config(args)
     conn = open_db(config.db)
@@ -104,7 +104,7 @@ def print_validation(result) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from .validation import DIMENSIONS
+    from ..benchmarks.gama.validation import DIMENSIONS
 
     def fmt(value, pct=False):
         return "—" if value is None else (f"{100 * value:.1f}%" if pct else f"{value:.3f}")

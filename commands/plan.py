@@ -7,14 +7,14 @@ import os
 from rich.console import Console
 from rich.table import Table
 
-from .config import SweepConfig
-from .engine.estimate import ModelPlan, estimate_model, total_seconds
-from .engine.runner import plan_work
-from .engine.work import Prompt
-from .storage.batches import live_request_ids
-from .storage.cache import cache_sources
-from .storage.checkpoint import remaining
-from .storage.db import open_db
+from ..config import SweepConfig
+from ..engine.estimate import ModelPlan, estimate_model, total_seconds
+from ..engine.runner import plan_work
+from ..engine.work import Prompt
+from ..storage.batches import live_request_ids
+from ..storage.cache import cache_sources
+from ..storage.checkpoint import remaining
+from ..storage.db import open_db
 
 # Judge prompts wrap a target prompt and its answer in instructions of about this many tokens.
 JUDGE_TEMPLATE_TOKENS = 450

@@ -84,14 +84,14 @@ def _scenario_source(args: argparse.Namespace) -> str | None:
     if args.scenarios:
         return args.scenarios
     if args.config:
-        from ...config import load_config
+        from ..config import load_config
         return load_config(args.config).gama_scenarios
     return None
 
 
 def cmd_compile(args: argparse.Namespace, argv: list[str]) -> int:
-    from .compile import compile_all, write_prompts_jsonl
-    from .schema import load_scenarios, runnable
+    from ..benchmarks.gama.compile import compile_all, write_prompts_jsonl
+    from ..benchmarks.gama.schema import load_scenarios, runnable
 
     scenarios = load_scenarios(_scenario_source(args))
     kept = runnable(scenarios)
@@ -102,7 +102,7 @@ def cmd_compile(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 def cmd_scenarios(args: argparse.Namespace, argv: list[str]) -> int:
-    from .schema import load_scenarios, write_scenarios_jsonl
+    from ..benchmarks.gama.schema import load_scenarios, write_scenarios_jsonl
 
     scenarios = load_scenarios(_scenario_source(args))
     out = write_scenarios_jsonl(scenarios, args.out)
@@ -112,7 +112,7 @@ def cmd_scenarios(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 def cmd_import(args: argparse.Namespace, argv: list[str]) -> int:
-    from .schema import cells, load_scenarios, write_scenarios_jsonl
+    from ..benchmarks.gama.schema import cells, load_scenarios, write_scenarios_jsonl
 
     scenarios = load_scenarios(args.file)  # DataError (exit 2) names file, line and field
     covered = len({s.cell for s in scenarios})
@@ -123,8 +123,8 @@ def cmd_import(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 def cmd_check(args: argparse.Namespace, argv: list[str]) -> int:
-    from .checks import run_checks
-    from .schema import load_scenarios
+    from ..benchmarks.gama.checks import run_checks
+    from ..benchmarks.gama.schema import load_scenarios
 
     source = _scenario_source(args)
     scenarios = load_scenarios(source)

@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
     from .benchmarks.pipeline import run_pipeline
-    from .benchmarks.registry import load_prompts
+    from .benchmarks.sampling import load_prompts
 
     def print_run_summary(outcome) -> None:  # rich is imported after the run, not before its first request
         from .commands.console import print_run_summary as show
@@ -205,7 +205,7 @@ def cmd_report(args: argparse.Namespace, argv: list[str]) -> int:
 
 def cmd_plan(args: argparse.Namespace, argv: list[str], config: SweepConfig | None = None,
              prompts: list | None = None) -> int:
-    from .benchmarks.registry import load_prompts
+    from .benchmarks.sampling import load_prompts
     from .commands.plan import build_plan, print_plan
 
     config = config or resolve_config(args)

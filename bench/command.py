@@ -84,7 +84,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    from fairsweep.benchmarks.registry import load_prompts
+    from fairsweep.benchmarks.sampling import load_prompts
     from fairsweep.config import SweepConfig
 
     env = dict(os.environ)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from fairsweep.config import ModelSpec, SweepConfig
 from fairsweep.engine.runner import run_sweep
-from fairsweep.engine.work import Prompt
+from fairsweep.records import Prompt
 from fairsweep.sim.server import SimServerProcess
 
 

@@ -12,8 +12,8 @@ from rich.table import Table
 
 from ..engine.runner import RunOutcome
 from ..storage.batches import batch_rows, has_batches_table
-from ..storage.db import open_db
-from ..storage.readonly import open_readonly, run_readonly
+from ..storage.db import open_db, open_readonly
+from ..storage.readonly import run_readonly
 
 # Wide when piped: tables are for reading, not for an 80-column default.
 _out = Console(width=None if sys.stdout.isatty() else 200)

@@ -10,7 +10,7 @@ from rich.table import Table
 from ..config import SweepConfig
 from ..engine.estimate import ModelPlan, estimate_model, total_seconds
 from ..engine.runner import plan_work
-from ..engine.work import Prompt
+from ..records import Prompt
 from ..storage.batches import live_request_ids
 from ..storage.cache import cache_sources
 from ..storage.checkpoint import remaining

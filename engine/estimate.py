@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from ..config import ModelSpec
 from ..providers.pricing import BATCH_PRICE_MAP, batch_cost_usd, batch_price_source, model_price
 from ..providers.registry import adapter_name, batch_api
-from .work import WorkItem
+from ..records import WorkItem
 
 DEFAULT_LATENCY_S = {"local": 0.8, "openai_compat": 1.0, "litellm": 1.5}
 BATCH_WINDOW_S = 24 * 3600  # providers promise batch results within 24 h (usually much sooner)

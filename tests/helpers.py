@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 
 from fairsweep.config import ModelSpec, SweepConfig
-from fairsweep.engine.work import Prompt
+from fairsweep.records import Prompt
 from fairsweep.sim.server import SimServerProcess, prompt_fingerprint
 
 

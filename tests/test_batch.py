@@ -20,7 +20,7 @@ from fairsweep.config import ModelSpec
 from fairsweep.engine.batch.split import split
 from fairsweep.engine.runner import run_sweep
 from fairsweep.engine.scheduler import RetryPolicy
-from fairsweep.engine.work import Prompt
+from fairsweep.records import Prompt
 from fairsweep.providers.pricing import model_price
 
 FAST = RetryPolicy(max_attempts=4, backoff_initial_s=0.02, backoff_max_s=0.2)

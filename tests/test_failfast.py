@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from helpers import fairsweep_cmd, rows
-from fairsweep.benchmarks.registry import load_prompts
+from fairsweep.benchmarks.sampling import load_prompts
 from fairsweep.config import SweepConfig
 from fairsweep.sim.server import _messages_text, estimate_tokens
 

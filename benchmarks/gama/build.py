@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ...config import ModelSpec, SweepConfig
-from ...engine.work import Prompt
+from ...records import Prompt
 from ...errors import ConfigError, DataError
 from . import build_prompts as bp
 from .lexicon import gendered_words

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ...config import ModelSpec, SweepConfig
-from ...engine.work import Prompt
+from ...records import Prompt
 
 # (text, track) -> (value, None) or (None, reason)
 Parser = Callable[[str, str], tuple[Any, str | None]]

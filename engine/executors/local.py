@@ -18,7 +18,7 @@ from ..progress import ProgressReporter, progress_every_s
 from ..scheduler import ModelQueue, Scheduler
 
 if TYPE_CHECKING:
-    from . import SweepJob
+    from .job import SweepJob
 
 
 def build_limiters(specs: list[ModelSpec], breaker: BreakerSettings) -> dict[str, KeyLimiter]:

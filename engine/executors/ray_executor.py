@@ -26,7 +26,7 @@ from ...providers.registry import make_provider
 from ..outcome import SessionCounts
 from ..progress import ProgressReporter, progress_every_s
 from ..scheduler import OutputCheck, RetryPolicy
-from . import SweepJob
+from .job import SweepJob
 from .dispatch import ShardBook
 from .local import cancel_on_sigterm
 from .ray_limiter import ClusterLimiter, LimiterActor

@@ -18,8 +18,8 @@ from typing import Any
 
 from aiohttp import web
 
-from .server import (DEFAULT_MODEL, _abort_connection, _content_text, _cut_to_max_tokens, counted,
-                         estimate_tokens, prompt_fingerprint)
+from .chat import abort_connection, counted, cut_to_max_tokens
+from .state import DEFAULT_MODEL, content_text, estimate_tokens, prompt_fingerprint
 
 ANTHROPIC_VERSION_HEADER = "anthropic-version"
 _FAULT_ERRORS = {"500": (500, "api_error", "Internal server error"),
@@ -50,7 +50,7 @@ def openai_messages(body: dict) -> list[dict]:
         messages.append({"role": "system", "content": system if isinstance(system, str) else "\n".join(
             b.get("text", "") for b in system if isinstance(b, dict))})
     for message in body["messages"]:
-        messages.append({"role": message.get("role"), "content": _content_text(message.get("content"))})
+        messages.append({"role": message.get("role"), "content": content_text(message.get("content"))})
     return messages
 
 
@@ -80,7 +80,7 @@ def message_payload(state, params: dict, messages: list[dict], model: str, promp
                     max_tokens: int) -> dict:
     """The Message answering one request (the same answer the OpenAI route gives the same prompt)."""
     answer = state.choose_answer(params, messages, prompt_fingerprint(messages))
-    text, finish = _cut_to_max_tokens(answer, max_tokens)
+    text, finish = cut_to_max_tokens(answer, max_tokens)
     return {"id": f"msg_sim{state.counter:08x}", "type": "message", "role": "assistant",
             "model": state.config.model_version or model, "content": [{"type": "text", "text": text}],
             "stop_reason": "end_turn" if finish == "stop" else "max_tokens", "stop_sequence": None,
@@ -145,7 +145,7 @@ async def _answer(request: web.Request, state, fault: str | None, headers: dict 
         status, type_, message = _FAULT_ERRORS[fault]
         return Rejected(status, type_, message).response(headers)
     if fault == "reset":
-        _abort_connection(request)
+        abort_connection(request)
         return web.Response(status=500)
     if fault == "malformed":
         return web.Response(body=b"<html><body><h1>502 Bad Gateway</h1></body></html>",

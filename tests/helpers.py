@@ -11,7 +11,8 @@ import duckdb
 
 from fairsweep.config import ModelSpec, SweepConfig
 from fairsweep.records import Prompt
-from fairsweep.sim.server import SimServerProcess, prompt_fingerprint
+from fairsweep.sim.server import SimServerProcess
+from fairsweep.sim.state import prompt_fingerprint
 
 
 REPO = Path(__file__).resolve().parents[1]

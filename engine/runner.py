@@ -23,7 +23,7 @@ from .executors import SweepJob, select_executor
 from .gate import build_gate
 from .limit_policy import BreakerSettings
 from .outcome import ModelOutcome, RunOutcome, SessionCounts, merged
-from .scheduler import OutputCheck, RetryPolicy
+from .retry import OutputCheck, RetryPolicy
 from .work import plan_items
 
 if TYPE_CHECKING:

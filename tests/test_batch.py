@@ -19,7 +19,7 @@ from helpers import fairsweep_cmd, rows, sweep
 from fairsweep.config import ModelSpec
 from fairsweep.engine.batch.split import split
 from fairsweep.engine.runner import run_sweep
-from fairsweep.engine.scheduler import RetryPolicy
+from fairsweep.engine.retry import RetryPolicy
 from fairsweep.records import Prompt
 from fairsweep.providers.pricing import model_price
 

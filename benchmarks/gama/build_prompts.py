@@ -3,7 +3,7 @@
 Each step's prompt carries a version (part of its prompt key, so a changed prompt is a new request) and
 starts its user message with "Seed <seed id>: <task>", which names the condition seed in every request.
 Every answer is one JSON object, validated here: the engine retries an invalid answer, then records an
-'invalid_output' failure (engine/scheduler.py); the build reads stored answers back through the same parsers.
+'invalid_output' failure (engine/retry.py); the build reads stored answers back through the same parsers.
 """
 
 from __future__ import annotations

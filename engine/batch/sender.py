@@ -16,11 +16,8 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, wait_random_exponential
-
 from ...config import ModelSpec, SweepConfig
-from ...providers.base import (AuthError, Completion, ConfigurationError, PermanentError, ProviderFailure,
-                               RateLimitedError, TransientError)
+from ...providers.base import Completion, ProviderFailure, RateLimitedError, TransientError
 from ...providers.batch_base import BatchState
 from ...providers.registry import make_batch_adapter
 from ...records import WorkItem
@@ -28,7 +25,7 @@ from ...storage.batches import BatchRecord, attached_provider_ids, live_batches,
 from ..attempts import now_utc
 from ..executors.local import cancel_on_sigterm
 from ..outcome import SendCounts
-from ..scheduler import OutputCheck, RetryPolicy
+from ..retry import Disposition, InvalidOutputError, OutputCheck, RetryPolicy, failure_disposition, retrying
 from .rows import BatchRows
 from .split import split
 
@@ -70,7 +67,6 @@ class BatchSender:
         self.live: list[Live] = []
         self.tries: dict[str, int] = {}
         self.interrupted = False
-        self._backoff = wait_random_exponential(multiplier=policy.backoff_initial_s, max=policy.backoff_max_s)
 
     # ------------------------------------------------------------------ the runner's three calls
 
@@ -274,9 +270,9 @@ class BatchSender:
                 self.gate.observe(record.model, item.request_id, completion.cost_usd, completion.provider_model,
                                   completion.system_fingerprint)
             return
-        failure = TransientError(f"{reason}; output: {completion.text[:200]!r}", error_class="invalid_output")
+        failure = InvalidOutputError(reason, completion.text)
         self.rows.failure(record.provider_batch_id, item, attempt, record.submitted_at or record.created_at, failure)
-        if attempt >= self.policy.max_attempts:
+        if failure_disposition(failure, self.policy, attempt) is Disposition.FAILED:
             self.rows.invalid(record.provider_batch_id, item, attempt + 1, failure.message)
             counts.failed += 1
             counts.error(failure.error_class, failure.message)
@@ -290,12 +286,13 @@ class BatchSender:
         attempt = self.tries.get(item.request_id, 0) + 1 if rate_limited else self._try(item)
         self.rows.failure(record.provider_batch_id, item, attempt, record.submitted_at or record.created_at, failure)
         counts.error(failure.error_class, failure.message)
-        if isinstance(failure, PermanentError):
+        settled = failure_disposition(failure, self.policy, attempt)
+        if settled is Disposition.FAILED:
             counts.failed += 1
-        elif isinstance(failure, (AuthError, ConfigurationError)):
+        elif settled in (Disposition.STOP, Disposition.SET_ASIDE):  # no limiter here: the model stops at once
             counts.not_sent += 1
             counts.stopped = counts.stopped or failure.message
-        elif rate_limited or attempt < self.policy.max_attempts:
+        elif settled is Disposition.RETRY:
             self._again(item, counts)
         else:
             counts.gave_up += 1
@@ -329,25 +326,11 @@ class BatchSender:
     # ------------------------------------------------------------------ plumbing
 
     async def _call(self, make):
-        """make() -> one HTTP exchange with the provider, retried (tenacity) on transient failures (up to
-        max_attempts, with backoff) and rate limits (as long as the provider asks). Only for calls that are
-        safe to repeat: a batch create is never repeated blindly (see _ensure_submitted)."""
-        transient = [0]
-
-        def stop(state: RetryCallState) -> bool:
-            if isinstance(state.outcome.exception(), RateLimitedError):
-                return False
-            transient[0] += 1
-            return transient[0] >= self.policy.max_attempts
-
-        def wait(state: RetryCallState) -> float:
-            exc = state.outcome.exception()
-            if isinstance(exc, RateLimitedError) and exc.retry_after is not None:
-                return exc.retry_after
-            return self._backoff(state)
-
-        async for attempt in AsyncRetrying(retry=retry_if_exception_type((TransientError, RateLimitedError)),
-                                           stop=stop, wait=wait, reraise=True):
+        """make() -> one HTTP exchange with the provider, through the one retry loop (engine/retry.py):
+        transient failures up to max_attempts with backoff, rate limits as long as the provider asks (its
+        retry-after honoured). Only for calls that are safe to repeat: a batch create is never repeated
+        blindly (see _ensure_submitted)."""
+        async for attempt in retrying(self.policy, paced=False):
             with attempt:
                 return await make()
 

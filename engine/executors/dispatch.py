@@ -16,6 +16,7 @@ from ...config import ModelSpec
 from ...records import Outcome, ResponseRow, WorkItem
 from ..limit_policy import LimiterStats
 from ..outcome import SendCounts
+from ..retry import Disposition, disposition
 from .shards import Shard, ShardUpdate
 
 if TYPE_CHECKING:
@@ -105,12 +106,15 @@ class ShardBook:
                     if self.gate is not None:
                         self.gate.observe(shard.spec.name, row.request_id, row.cost_usd, row.provider_model,
                                           row.system_fingerprint)
-            elif row.outcome == Outcome.RATE_LIMITED:
+                continue
+            if row.outcome == Outcome.RATE_LIMITED:
                 tally.limiter.stats.rate_limited += 1
-            elif row.outcome == Outcome.PERMANENT and self._settle(row.request_id):
+            # a row says nothing of the request's budget: the worker's scheduler settles what runs out of it
+            settled = disposition(row.outcome, row.error_class, out_of_tries=False)
+            if settled is Disposition.FAILED and self._settle(row.request_id):
                 counts.failed += 1
                 counts.error(row.error_class, row.error_message)
-            elif row.outcome == Outcome.AUTH:
+            elif settled is Disposition.STOP:
                 tally.stop(row.error_message)  # no new shards for this model from now on
         if (end := update.end) is not None:
             counts.gave_up += end.counts.gave_up

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from ...storage.writer import BatchWriter
     from ..gate import SendGate
     from ..outcome import SessionCounts
-    from ..scheduler import OutputCheck, RetryPolicy
+    from ..retry import OutputCheck, RetryPolicy
 
 
 @dataclass

@@ -25,7 +25,7 @@ from ...errors import ConfigError, FairsweepError
 from ...providers.registry import make_provider
 from ..outcome import SessionCounts
 from ..progress import ProgressReporter, progress_every_s
-from ..scheduler import OutputCheck, RetryPolicy
+from ..retry import OutputCheck, RetryPolicy
 from .job import SweepJob
 from .dispatch import ShardBook
 from .local import cancel_on_sigterm

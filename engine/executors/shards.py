@@ -16,7 +16,8 @@ from ...config import ModelSpec
 from ...records import AttemptRow, ResponseRow, WorkItem
 from ..attempts import AttemptRecorder
 from ..outcome import SendCounts
-from ..scheduler import ModelQueue, OutputCheck, RetryPolicy, Scheduler
+from ..retry import OutputCheck, RetryPolicy
+from ..scheduler import ModelQueue, Scheduler
 
 
 @dataclass(frozen=True)

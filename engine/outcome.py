@@ -15,11 +15,17 @@ class SendCounts:
     not_sent: int = 0      # never sent, or set aside (a stopped model, a configuration answer)
     retries: int = 0
     rate_limited: int = 0
-    stopped: str | None = None
+    stopped: str | None = None  # why the model sends no more in this session: set through stop()
     last_errors: dict[str, str] = field(default_factory=dict)
 
     def error(self, error_class: str, message: str) -> None:
         self.last_errors[error_class] = message
+
+    def stop(self, reason: str | None) -> None:
+        """The one record of "this model has stopped" in a session, whoever decided it (the key's limits,
+        the send gate, a batch refused): the first reason stays."""
+        if reason and self.stopped is None:
+            self.stopped = reason
 
 
 def merged(a: SendCounts | None, b: SendCounts) -> SendCounts:

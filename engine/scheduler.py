@@ -17,7 +17,7 @@ from ..providers.base import (AuthError, ChatRequest, ConfigurationError, Provid
 from ..records import INVALID_OUTPUT, WorkItem
 from .attempts import AttemptRecorder, now_utc
 from .gate import SendGate
-from .limiter import ModelStopped
+from .model_limiter import ModelLimiter, ModelStopped
 from .outcome import SendCounts
 from .retry import Disposition, InvalidOutputError, OutputCheck, RetryPolicy, failure_disposition, retrying
 
@@ -25,27 +25,27 @@ from .retry import Disposition, InvalidOutputError, OutputCheck, RetryPolicy, fa
 @dataclass
 class ModelQueue:
     """One model's remaining work and what happened to it in this session. `limiter` is the model's
-    view of its key's limits (engine.limiter.ModelLimiter, or the Ray transport's)."""
+    view of its key's limits (a ModelLimiter: the local transport's, or the Ray transport's)."""
 
     spec: ModelSpec
     provider: Provider
-    limiter: object
+    limiter: ModelLimiter
     items: deque[WorkItem]
     counts: SendCounts = field(default_factory=SendCounts)
     set_aside: int = 0  # answered "misconfigured": not sent again in this session, still pending
     in_flight: int = 0
 
     @property
-    def stopped(self) -> str | None:
-        return self.counts.stopped
+    def rate_limited(self) -> int:
+        return self.limiter.stats.rate_limited
 
-    def stop(self, reason: str) -> None:
-        if self.counts.stopped is None:
-            self.counts.stopped = reason
+    @property
+    def pace(self) -> float | None:
+        return self.limiter.pace
 
     def final_counts(self) -> SendCounts:
         self.counts.not_sent = len(self.items) + self.in_flight + self.set_aside
-        self.counts.rate_limited = self.limiter.stats.rate_limited
+        self.counts.rate_limited = self.rate_limited
         return self.counts
 
 
@@ -73,9 +73,9 @@ class Scheduler:
                     group.create_task(self._worker(queue))
 
     async def _worker(self, queue: ModelQueue) -> None:
-        while queue.items and queue.stopped is None:
+        while queue.items and queue.counts.stopped is None:
             if reason := queue.limiter.stopped or (self.gate and self.gate.stopped(queue.spec.name)):
-                queue.stop(reason)  # auth, configuration, breaker, a spend cap or strict drift
+                queue.counts.stop(reason)  # auth, configuration, breaker, a spend cap or strict drift
                 break
             item = queue.items.popleft()
             queue.in_flight += 1
@@ -95,7 +95,7 @@ class Scheduler:
             queue.counts.stored += 1
         except ModelStopped as exc:
             queue.items.appendleft(item)  # not done: pending, resumed by the same command after the fix
-            queue.stop(exc.reason)
+            queue.counts.stop(exc.reason)
         except ProviderFailure as failure:
             self._settle(queue, item, failure)
 
@@ -112,7 +112,7 @@ class Scheduler:
             queue.set_aside += 1  # pending; never retried in this session, so no loop on it
         elif settled is Disposition.STOP:
             queue.items.appendleft(item)
-            queue.stop(failure.message)
+            queue.counts.stop(failure.message)
         else:
             counts.gave_up += 1
 

@@ -17,15 +17,15 @@ import uuid
 from dataclasses import dataclass, field
 
 from ...config import ModelSpec, SweepConfig
-from ...providers.base import Completion, ProviderFailure, RateLimitedError, TransientError
+from ...providers.base import AuthError, Completion, ProviderFailure, RateLimitedError, TransientError
 from ...providers.batch_base import BatchState
 from ...providers.registry import make_batch_adapter
 from ...records import WorkItem
 from ...storage.batches import BatchRecord, attached_provider_ids, live_batches, record_batch, update_batch
 from ..attempts import now_utc
-from ..executors.local import cancel_on_sigterm
 from ..outcome import SendCounts
 from ..retry import Disposition, InvalidOutputError, OutputCheck, RetryPolicy, failure_disposition, retrying
+from ..signals import cancel_on_sigterm
 from .rows import BatchRows
 from .split import split
 
@@ -127,7 +127,7 @@ class BatchSender:
             if not state.queue or state.counts.stopped:
                 continue
             if self.gate is not None and (reason := self.gate.stopped(name)):
-                state.counts.stopped = reason
+                state.counts.stop(reason)
                 continue
             items, state.queue = state.queue, []
             encoded = [state.adapter.encode(item) for item in items]
@@ -187,7 +187,7 @@ class BatchSender:
             counts.gave_up += len(live.items)
         else:
             counts.not_sent += len(live.items)
-            counts.stopped = counts.stopped or f"batch submission refused: {failure.message}"
+            counts.stop(f"batch submission refused: {failure.message}")
         self._say(live.record, f"not submitted: {failure.message}")
 
     # ------------------------------------------------------------------ polling and collecting
@@ -216,7 +216,7 @@ class BatchSender:
                 return
         except AuthError as failure:  # the batch keeps running; a later run with the key collects it
             self.live.remove(live)
-            self.models[live.record.model].counts.stopped = failure.message
+            self.models[live.record.model].counts.stop(failure.message)
             return
         except ProviderFailure as failure:  # the provider is unwell: try again later, the batch is safe
             state = BatchState(False, f"unreachable ({failure.error_class})", live.done, len(live.record.request_ids))
@@ -291,7 +291,7 @@ class BatchSender:
             counts.failed += 1
         elif settled in (Disposition.STOP, Disposition.SET_ASIDE):  # no limiter here: the model stops at once
             counts.not_sent += 1
-            counts.stopped = counts.stopped or failure.message
+            counts.stop(failure.message)
         elif settled is Disposition.RETRY:
             self._again(item, counts)
         else:
@@ -313,7 +313,7 @@ class BatchSender:
         else:
             counts.not_sent += 1
             if state.error:
-                counts.stopped = counts.stopped or f"batch {live.record.provider_batch_id} failed: {state.error}"
+                counts.stop(f"batch {live.record.provider_batch_id} failed: {state.error}")
 
     def _again(self, item: WorkItem, counts: SendCounts) -> None:
         state = self.models[item.model]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import signal
 from collections import deque
 from typing import TYPE_CHECKING
 
@@ -16,6 +15,7 @@ from ..limiter import KeyLimiter
 from ..outcome import SessionCounts
 from ..progress import ProgressReporter, progress_every_s
 from ..scheduler import ModelQueue, Scheduler
+from ..signals import cancel_on_sigterm
 
 if TYPE_CHECKING:
     from .job import SweepJob
@@ -59,10 +59,3 @@ class LocalExecutor:
             for queue in queues:
                 with contextlib.suppress(Exception):
                     await queue.provider.aclose()
-
-
-def cancel_on_sigterm() -> None:
-    """SIGTERM stops like Ctrl-C: stop sending, commit what arrived."""
-    task = asyncio.current_task()
-    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, lambda: task.cancel() if task else None)

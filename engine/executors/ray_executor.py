@@ -26,9 +26,9 @@ from ...providers.registry import make_provider
 from ..outcome import SessionCounts
 from ..progress import ProgressReporter, progress_every_s
 from ..retry import OutputCheck, RetryPolicy
+from ..signals import cancel_on_sigterm
 from .job import SweepJob
 from .dispatch import ShardBook
-from .local import cancel_on_sigterm
 from .ray_limiter import ClusterLimiter, LimiterActor
 from .shards import Shard, run_shard
 

@@ -33,7 +33,7 @@ def print_run_summary(outcome: RunOutcome, command: str) -> None:
     for line, style in summary_lines(outcome):
         _err.print(f"[{style}]{line}[/{style}]" if style else line, soft_wrap=True)  # one line each, never wrapped
     if outcome.batches_in_flight:
-        run = outcome.run.removesuffix(" (judges)")
+        run = outcome.stage_of or outcome.run
         _err.print(f"[yellow]{outcome.batches_in_flight} provider batch(es) still running: they keep going (and are "
                    f"paid for). The command below collects their answers; to cancel them instead:[/yellow]",
                    soft_wrap=True)

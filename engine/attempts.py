@@ -14,7 +14,7 @@ MAX_ERROR_CHARS = 500
 
 
 class RowSink(Protocol):
-    """Where rows go: the batch writer, or a buffer that carries them to it (Ray workers)."""
+    """Where rows go: the RowWriter, or a buffer that carries them to it (Ray workers)."""
 
     def add(self, *rows: AttemptRow | ResponseRow) -> None: ...
 

@@ -43,6 +43,7 @@ class ModelPlan:
     batch_cost_usd: float | None = None  # the same requests through the provider's batch API
     batch_price: str = "-"               # how that is priced: 'price map', 'estimate' (half), 'unknown', '-' (no batch API)
     in_batch: int = 0                    # requests in batches still in flight (neither stored nor to send)
+    judge: bool = False                  # a judge of a later stage: it runs once the targets are done
 
 
 def count_tokens(spec: ModelSpec, items: list[WorkItem]) -> tuple[int, str]:

@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # rich is imported when a reporter is made: not on the way to
     from rich.table import Table
 
     from ..config import ModelSpec
-    from .outcome import SendCounts
+    from .run_outcome import SendCounts
 
 WINDOW_S = 30.0  # answers/s over the last half minute: recent enough to track a change of pace
 EVERY_S = 10.0

@@ -18,7 +18,7 @@ from ..records import INVALID_OUTPUT, WorkItem
 from .attempts import AttemptRecorder, now_utc
 from .gate import SendGate
 from .model_limiter import ModelLimiter, ModelStopped
-from .outcome import SendCounts
+from .run_outcome import SendCounts
 from .retry import Disposition, InvalidOutputError, OutputCheck, RetryPolicy, failure_disposition, retrying
 
 

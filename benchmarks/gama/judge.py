@@ -265,4 +265,5 @@ def stage(config: SweepConfig, command: str, progress: bool) -> RunOutcome | Non
         if outcome.interrupted:
             interrupted = True
             break
-    return RunOutcome(f"{config.run} (judges)", config.db, models, interrupted, batches_in_flight=in_flight)
+    return RunOutcome(f"{config.run} (judges)", config.db, models, interrupted, batches_in_flight=in_flight,
+                      stage_of=config.run)

@@ -23,7 +23,7 @@ from ...providers.registry import make_batch_adapter
 from ...records import WorkItem
 from ...storage.batches import BatchRecord, attached_provider_ids, live_batches, record_batch, update_batch
 from ..attempts import now_utc
-from ..outcome import SendCounts
+from ..run_outcome import SendCounts
 from ..retry import Disposition, InvalidOutputError, OutputCheck, RetryPolicy, failure_disposition, retrying
 from ..signals import cancel_on_sigterm
 from .rows import BatchRows

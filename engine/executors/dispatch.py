@@ -1,7 +1,7 @@
 """The driver's book of remaining work for a distributed session.
 
 Hands out small shards round-robin over the models, commits what workers stream back (through the
-one BatchWriter, whose keyed inserts make a repeated row harmless), counts every request once by its
+one RowWriter, whose keyed inserts make a repeated row harmless), counts every request once by its
 request_id, and puts back the unfinished items of a shard whose worker died.
 """
 
@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Callable
 
 from ...config import ModelSpec
 from ...records import Outcome, ResponseRow, WorkItem
-from ..outcome import SendCounts
+from ..run_outcome import SendCounts
 from ..retry import Disposition, disposition
 from .shards import Shard, ShardUpdate
 
 if TYPE_CHECKING:
-    from ...storage.writer import BatchWriter
+    from ...storage.writer import RowWriter
     from ..gate import SendGate
 
 
@@ -38,7 +38,7 @@ class ModelTally:
 class ShardBook:
     """Pending items per model, shards in flight, and what has been settled (stored or failed for good)."""
 
-    def __init__(self, specs: list[ModelSpec], todo: dict[str, list[WorkItem]], writer: BatchWriter,
+    def __init__(self, specs: list[ModelSpec], todo: dict[str, list[WorkItem]], writer: RowWriter,
                  session_id: str, shard_size: int, worker_spec: Callable[[ModelSpec], ModelSpec],
                  gate: SendGate | None = None):
         self.specs = {s.name: s for s in specs}

@@ -10,9 +10,9 @@ from ..limit_policy import BreakerSettings
 if TYPE_CHECKING:
     from ...config import ModelSpec
     from ...records import WorkItem
-    from ...storage.writer import BatchWriter
+    from ...storage.writer import RowWriter
     from ..gate import SendGate
-    from ..outcome import SessionCounts
+    from ..run_outcome import SessionCounts
     from ..retry import OutputCheck, RetryPolicy
 
 
@@ -22,7 +22,7 @@ class SweepJob:
 
     specs: list[ModelSpec]
     todo: dict[str, list[WorkItem]]
-    writer: BatchWriter
+    writer: RowWriter
     session_id: str
     policy: RetryPolicy
     progress: bool

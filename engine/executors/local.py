@@ -12,7 +12,7 @@ from ...providers.registry import make_provider
 from ..attempts import AttemptRecorder
 from ..limit_policy import BreakerSettings
 from ..limiter import KeyLimiter
-from ..outcome import SessionCounts
+from ..run_outcome import SessionCounts
 from ..progress import ProgressReporter, progress_every_s
 from ..scheduler import ModelQueue, Scheduler
 from ..signals import cancel_on_sigterm

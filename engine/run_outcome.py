@@ -1,4 +1,5 @@
-"""What a session did, per model: the counts an executor returns and the outcome the runner reports."""
+"""What a run came to: the counts an executor returns per model (SendCounts, SessionCounts), and the
+outcome the runner reports (ModelOutcome, RunOutcome). The stored outcome of one attempt is records.Outcome."""
 
 from __future__ import annotations
 
@@ -87,6 +88,7 @@ class RunOutcome:
     interrupted: bool = False
     warnings: list[str] = field(default_factory=list)
     batches_in_flight: int = 0  # provider batches left running (Ctrl-C): the same command collects them
+    stage_of: str | None = None  # the run this is a later stage of (GAMA's judges); None: the run itself
 
     @property
     def complete(self) -> bool:

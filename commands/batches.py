@@ -11,7 +11,7 @@ import argparse
 import shlex
 import sys
 
-EXIT_OK = 0
+from ..errors import EXIT_INTERRUPTED, EXIT_OK
 
 
 def register(subparsers, add_common_flags) -> None:
@@ -49,4 +49,4 @@ def cancel(config, command: str) -> int:
     cancelled, interrupted = cancel_batches(config, command)
     print(f"{cancelled} batch(es) cancelled; their unanswered requests are pending: the run's command sends "
           f"them again", file=sys.stderr)
-    return 130 if interrupted else EXIT_OK
+    return EXIT_INTERRUPTED if interrupted else EXIT_OK

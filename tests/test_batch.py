@@ -338,7 +338,8 @@ def test_anthropic_batch_requests_are_litellms_translation_and_unsupported_param
 
 
 def test_the_batch_flag_puts_every_model_and_judge_in_batch_mode(tmp_path):
-    from fairsweep.cli import build_parser, resolve_config
+    from fairsweep.cli import build_parser
+    from fairsweep.config import resolve_config
 
     config = tmp_path / "s.toml"
     config.write_text('[[models]]\nmodel = "openai/gpt-4o-mini"\n[[judges]]\nname = "j"\nmodel = "openai/gpt-4o"\n')

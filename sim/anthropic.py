@@ -18,7 +18,7 @@ from typing import Any
 
 from aiohttp import web
 
-from .chat import abort_connection, counted, cut_to_max_tokens
+from .chat import counted, cut_to_max_tokens, transport_fault
 from .state import DEFAULT_MODEL, content_text, estimate_tokens, prompt_fingerprint
 
 ANTHROPIC_VERSION_HEADER = "anthropic-version"
@@ -144,14 +144,8 @@ async def _answer(request: web.Request, state, fault: str | None, headers: dict 
     if fault in _FAULT_ERRORS:
         status, type_, message = _FAULT_ERRORS[fault]
         return Rejected(status, type_, message).response(headers)
-    if fault == "reset":
-        abort_connection(request)
-        return web.Response(status=500)
-    if fault == "malformed":
-        return web.Response(body=b"<html><body><h1>502 Bad Gateway</h1></body></html>",
-                            content_type="application/json", headers=headers)
-    if fault == "hang":
-        await asyncio.sleep(state.config.hang_s)
+    if (faulty := await transport_fault(request, state, fault, headers)) is not None:
+        return faulty
     payload = message_payload(state, *job)
     if fault == "truncated":
         raw = json.dumps(payload).encode()

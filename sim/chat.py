@@ -61,6 +61,21 @@ def completion_payload(state: SimState, model: str, content: str, finish_reason:
     }
 
 
+async def transport_fault(request: web.Request, state: SimState, fault: str | None,
+                          headers: dict) -> web.Response | None:
+    """The faults both APIs inject alike: a reset socket, a body that is not JSON, a hang (then the answer
+    follows); None when there is nothing to send instead of the answer."""
+    if fault == "reset":
+        abort_connection(request)
+        return web.Response(status=500)  # never reaches the client: the socket is gone
+    if fault == "malformed":
+        return web.Response(body=b"<html><body><h1>502 Bad Gateway</h1></body></html>",
+                            content_type="application/json", headers=headers)
+    if fault == "hang":
+        await asyncio.sleep(state.config.hang_s)
+    return None
+
+
 def abort_connection(request: web.Request) -> None:
     """Reset the TCP connection (RST, no response) to simulate a dropped peer."""
     transport = request.transport
@@ -186,14 +201,8 @@ async def _answer(request: web.Request, state: SimState, job: _Job, fault: str |
     if fault in ("503", "529"):
         return json_response(error_body("The engine is currently overloaded, please try again later.",
                                           "server_error", "service_unavailable"), int(fault), headers)
-    if fault == "reset":
-        abort_connection(request)
-        return web.Response(status=500)  # never reaches the client: the socket is gone
-    if fault == "malformed":
-        return web.Response(body=b"<html><body><h1>502 Bad Gateway</h1></body></html>",
-                            content_type="application/json", headers=headers)
-    if fault == "hang":
-        await asyncio.sleep(state.config.hang_s)
+    if (faulty := await transport_fault(request, state, fault, headers)) is not None:
+        return faulty
 
     answer = state.choose_answer(job.body, job.messages, job.fp)
     content, finish_reason = cut_to_max_tokens(answer, job.max_tokens)

@@ -58,7 +58,7 @@ def run_sweep(config: SweepConfig, prompts: list[Prompt], *, command: str, specs
         session_id = register_run(conn, config, command)
         todo, outcomes = plan_session(conn, config, prompts, specs, retry_failed)
         writer = RowWriter(conn, flush_rows=config.flush_rows, flush_ms=config.flush_ms,
-                             journal=Journal(config.db, fsync=config.journal_fsync), after_commit=after_commit)
+                           journal=Journal(config.db, fsync=config.journal_fsync), after_commit=after_commit)
         try:
             gate = build_gate(conn, config, specs, writer)
             batches = None

@@ -2,8 +2,10 @@
 
 import re
 
-# Exit codes of every command: 0 done, 1 work still missing, 2 a problem you can fix, 130 interrupted.
+# Exit codes of every command: 0 done, 1 work still missing (or a content check failed), 2 a problem you can
+# fix, 130 interrupted. Commands return these names, never the numbers.
 EXIT_OK, EXIT_INCOMPLETE, EXIT_USER, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_CHECK_FAILED = EXIT_INCOMPLETE  # `gama check`: a check of the scenario set failed
 
 
 class FairsweepError(Exception):

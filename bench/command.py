@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from fairsweep.providers.sim_server import SimServerProcess
+from fairsweep.sim.server import SimServerProcess
 
 PLAIN_CLIENT = r"""
 import asyncio, json, sys
@@ -84,7 +84,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    from fairsweep.benchmarks.registry import load_prompts
+    from fairsweep.benchmarks.sampling import load_prompts
     from fairsweep.config import SweepConfig
 
     env = dict(os.environ)

@@ -39,7 +39,7 @@ print(json.dumps({"seconds": time.time() - t0}))
 
 
 def prompts_file(n: int, workdir: Path) -> Path:
-    from fairsweep.benchmarks.registry import load_prompts
+    from fairsweep.benchmarks.sampling import load_prompts
     from fairsweep.config import SweepConfig
 
     prompts = load_prompts(SweepConfig(limit=n), os.environ.get("FAIRSWEEP_MRNI_DIR"))

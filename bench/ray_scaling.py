@@ -23,8 +23,8 @@ from pathlib import Path
 
 from fairsweep.config import ModelSpec, SweepConfig
 from fairsweep.engine.runner import run_sweep
-from fairsweep.engine.work import Prompt
-from fairsweep.providers.sim_server import SimServerProcess
+from fairsweep.records import Prompt
+from fairsweep.sim.server import SimServerProcess
 
 
 def prompts(n: int) -> list[Prompt]:

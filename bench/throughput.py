@@ -29,7 +29,7 @@ from fairsweep.benchmarks.mrni.data import resolve_data_dir
 from fairsweep.benchmarks.mrni.prompts import build_prompts
 from fairsweep.config import ModelSpec, SweepConfig
 from fairsweep.engine.runner import run_sweep
-from fairsweep.providers.sim_server import SimServerProcess
+from fairsweep.sim.server import SimServerProcess
 
 import asyncio
 

@@ -7,7 +7,7 @@ import sys
 from typing import Callable
 
 from ..config import SweepConfig
-from ..engine.outcome import RunOutcome
+from ..engine.run_outcome import RunOutcome
 from ..engine.runner import run_sweep
 from ..records import Prompt
 from .registry import FINDINGS, LABELLERS, SCORERS, STAGES, resolve

@@ -2,21 +2,18 @@
 reports, and which config fields change its prompts (part of a run's identity).
 
 A table of "module:function" entries, imported only when used, so this module is cheap to import (the
-config schema reads the names and identity fields from it). A benchmark module plugs in here; the
-engine never imports a benchmark.
+config schema reads the names and identity fields from it, so it imports nothing but `errors`: the layer
+test keeps it on the leaves' floor). A benchmark module plugs in here; the engine never imports a benchmark.
+`sampling.load_prompts` loads a config's prompts through it.
 """
 
 from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from ..errors import ConfigError
-
-if TYPE_CHECKING:
-    from ..config import SweepConfig
-    from ..records import Prompt
 
 
 @dataclass(frozen=True)
@@ -80,20 +77,3 @@ def resolve(table: dict[str, str], name: str, what: str) -> Callable[..., Any]:
         return getattr(module, function)
     except (ImportError, AttributeError):
         raise ConfigError(f"benchmark {name!r} cannot {what} in this version of fairsweep") from None
-
-
-def load_prompts(config: SweepConfig, data_dir: str | None = None) -> list[Prompt]:
-    """Every selected benchmark's prompts, then --limit (first N in the fixed order) or --sample."""
-    prompts: list[Prompt] = []
-    for name in config.benchmarks:
-        prompts.extend(_select(config, resolve(LOADERS, name, "load prompts")(config, data_dir)))
-    return prompts
-
-
-def _select(config: SweepConfig, prompts: list[Prompt]) -> list[Prompt]:
-    from .sampling import first_units, stratified_sample
-    if config.limit is not None:
-        return first_units(prompts, config.limit)
-    if config.sample is not None:
-        return stratified_sample(prompts, config.sample, config.seed)
-    return prompts

@@ -1,11 +1,14 @@
-"""Deterministic prompt selections shared by all benchmarks."""
+"""A config's prompts (every selected benchmark's, through the registry) and the deterministic selections
+shared by all benchmarks (--limit, --sample)."""
 
 from __future__ import annotations
 
 import random
 from collections import defaultdict
 
-from ..engine.work import Prompt
+from ..config import SweepConfig
+from ..records import Prompt
+from .registry import LOADERS, resolve
 
 # Prompts with the same metadata[UNIT_KEY] (e.g. GAMA's mirrored pair) are sampled together, as one unit;
 # a prompt without it is a unit of its own. A unit's stratum is that of its first prompt.
@@ -56,3 +59,20 @@ def stratified_sample(prompts: list[Prompt], n: int, seed: int) -> list[Prompt]:
         counts[k] += 1
     chosen = sorted(i for k in keys for u in rng.sample(strata[k], counts[k]) for i in units[u])
     return [prompts[i] for i in chosen]
+
+
+def load_prompts(config: SweepConfig, data_dir: str | None = None) -> list[Prompt]:
+    """Every selected benchmark's prompts, then --limit (first N in the fixed order) or --sample."""
+    prompts: list[Prompt] = []
+    for name in config.benchmarks:
+        prompts.extend(select_prompts(config, resolve(LOADERS, name, "load prompts")(config, data_dir)))
+    return prompts
+
+
+def select_prompts(config: SweepConfig, prompts: list[Prompt]) -> list[Prompt]:
+    """--limit (the first N units in the fixed order), else --sample (stratified, seeded), else all."""
+    if config.limit is not None:
+        return first_units(prompts, config.limit)
+    if config.sample is not None:
+        return stratified_sample(prompts, config.sample, config.seed)
+    return prompts

@@ -14,7 +14,7 @@ MAX_ERROR_CHARS = 500
 
 
 class RowSink(Protocol):
-    """Where rows go: the batch writer, or a buffer that carries them to it (Ray workers)."""
+    """Where rows go: the RowWriter, or a buffer that carries them to it (Ray workers)."""
 
     def add(self, *rows: AttemptRow | ResponseRow) -> None: ...
 
@@ -55,7 +55,7 @@ def answer_rows(attempt_id: str, session_id: str, item: WorkItem, attempt_no: in
 
 def failure_row(attempt_id: str, session_id: str, item: WorkItem, attempt_no: int, started: datetime,
                 latency_ms: float, failure: ProviderFailure) -> AttemptRow:
-    return AttemptRow(attempt_id, item.request_id, session_id, attempt_no, started, latency_ms, failure.kind,
+    return AttemptRow(attempt_id, item.request_id, session_id, attempt_no, started, latency_ms, failure.outcome.value,
                       failure.error_class, failure.http_status, failure.retry_after,
                       failure.message[:MAX_ERROR_CHARS], None, None)
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from ..config import ModelSpec
 from ..providers.pricing import BATCH_PRICE_MAP, batch_cost_usd, batch_price_source, model_price
 from ..providers.registry import adapter_name, batch_api
-from .work import WorkItem
+from ..records import WorkItem
 
 DEFAULT_LATENCY_S = {"local": 0.8, "openai_compat": 1.0, "litellm": 1.5}
 BATCH_WINDOW_S = 24 * 3600  # providers promise batch results within 24 h (usually much sooner)
@@ -43,6 +43,7 @@ class ModelPlan:
     batch_cost_usd: float | None = None  # the same requests through the provider's batch API
     batch_price: str = "-"               # how that is priced: 'price map', 'estimate' (half), 'unknown', '-' (no batch API)
     in_batch: int = 0                    # requests in batches still in flight (neither stored nor to send)
+    judge: bool = False                  # a judge of a later stage: it runs once the targets are done
 
 
 def count_tokens(spec: ModelSpec, items: list[WorkItem]) -> tuple[int, str]:

@@ -27,7 +27,7 @@ class SendGate:
         self.caps = caps
         self.drift = drift
         self.strict_drift = strict_drift
-        self._record_drift = record_drift  # callable(DriftRow) -> None: the batch writer's add
+        self._record_drift = record_drift  # callable(DriftRow) -> None: the RowWriter's add
         self._stops: dict[str, str] = {}
         self.drift_warnings: list[str] = []
 

@@ -1,9 +1,9 @@
 """The local transport of a provider key's limits: the shared LimitPolicy, awaited on this process's
 event loop, plus a concurrency cap and asyncio-throttle's sliding window as a hard cap on the pace.
 
-One KeyLimiter per provider key; each model sending through the key holds a ModelLimiter view of it
-(the interface the scheduler uses, the same as the Ray transport's). Rate-limited requests wait here,
-they are never dropped.
+One KeyLimiter per provider key; each model sending through the key holds a LocalModelLimiter view of it
+(engine/model_limiter.ModelLimiter, the protocol the scheduler uses; the Ray transport implements it too).
+Rate-limited requests wait here, they are never dropped.
 """
 
 from __future__ import annotations
@@ -11,29 +11,12 @@ from __future__ import annotations
 import asyncio
 import time
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import AsyncIterator, Callable
 
 from asyncio_throttle import Throttler
 
 from .limit_policy import SLICE_S, BreakerSettings, LimiterStats, LimitPolicy
-
-
-class ModelStopped(Exception):
-    """This model may send no more in this session (auth, configuration, breaker); `reason` says why."""
-
-    def __init__(self, reason: str):
-        super().__init__(reason)
-        self.reason = reason
-
-
-@dataclass
-class Lease:
-    """One admitted request: when it was sent and what it reserved."""
-
-    sent_at: float
-    estimated_tokens: int
-    actual_tokens: int | None = None
+from .model_limiter import Lease, ModelStopped
 
 
 def hard_cap(rate_per_s: float) -> Throttler:
@@ -58,8 +41,8 @@ class KeyLimiter:
     def stats(self) -> LimiterStats:
         return self.policy.stats
 
-    def for_model(self, model: str) -> ModelLimiter:
-        return ModelLimiter(self, model)
+    def for_model(self, model: str) -> LocalModelLimiter:
+        return LocalModelLimiter(self, model)
 
     @asynccontextmanager
     async def slot(self, model: str, estimated_tokens: int) -> AsyncIterator[Lease]:
@@ -94,9 +77,8 @@ class KeyLimiter:
         return self._cap[1]
 
 
-class ModelLimiter:
-    """One model's view of its key's limiter: what the scheduler calls (the Ray transport's
-    ModelLimiter has the same methods)."""
+class LocalModelLimiter:
+    """One model's view of its key's limiter in this process: a ModelLimiter (engine/model_limiter.py)."""
 
     def __init__(self, key: KeyLimiter, model: str):
         self.key, self.model = key, model

@@ -11,12 +11,14 @@ import sys
 import time
 from collections import deque
 from dataclasses import dataclass
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:  # rich is imported when a reporter is made: not on the way to the first request
     from rich.live import Live
     from rich.table import Table
+
+    from ..config import ModelSpec
+    from .run_outcome import SendCounts
 
 WINDOW_S = 30.0  # answers/s over the last half minute: recent enough to track a change of pace
 EVERY_S = 10.0
@@ -68,10 +70,24 @@ def format_pace(rate: float | None) -> str:
     return "unpaced" if rate is None else f"{rate:.2f}/s"
 
 
+class Watched(Protocol):
+    """What progress reads of one model: a ModelQueue (local, and in Ray workers) or the Ray driver's
+    ModelTally."""
+
+    spec: ModelSpec
+    counts: SendCounts
+
+    @property
+    def rate_limited(self) -> int: ...
+
+    @property
+    def pace(self) -> float | None: ...
+
+
 class ModelWatch:
     """Samples one model's counters to tell its recent answer rate."""
 
-    def __init__(self, queue, planned: int, done_before: int, spend):
+    def __init__(self, queue: Watched, planned: int, done_before: int, spend):
         self.queue, self.planned, self.done_before, self.spend = queue, planned, done_before, spend
         self._samples: deque[tuple[float, int]] = deque()
 
@@ -86,16 +102,16 @@ class ModelWatch:
         left = max(0, self.planned - self.done_before - settled)
         eta = left / rate if rate else (0.0 if left == 0 else None)
         return ModelLine(q.spec.name, self.done_before + counts.stored + counts.failed, self.planned, rate, eta,
-                         counts.retries, counts.failed, q.limiter.stats.rate_limited,
-                         getattr(q.limiter, "pace", None), self.spend(q.spec.name), counts.stopped)
+                         counts.retries, counts.failed, q.rate_limited, q.pace, self.spend(q.spec.name),
+                         counts.stopped)
 
 
 class ProgressReporter:
     """Async context manager around a run: a live table on a terminal, else periodic lines, else nothing.
-    `queues`: objects with .spec, .counts (SendCounts) and .limiter (.stats, optional .pace);
+    `queues`: what to watch (Watched: a ModelQueue or a ModelTally);
     `totals`: model -> (planned, done before this session); `spend(model)`: USD so far or None."""
 
-    def __init__(self, queues, totals: dict[str, tuple[int, int]], *, enabled: bool = True, spend=None,
+    def __init__(self, queues: list[Watched], totals: dict[str, tuple[int, int]], *, enabled: bool = True, spend=None,
                  every_s: float = EVERY_S, stream=None):
         from rich.console import Console
 

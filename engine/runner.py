@@ -17,13 +17,13 @@ from ..storage.checkpoint import answered_count, plan_requests, register_run, re
 from ..storage.db import open_db
 from ..storage.journal import Journal
 from ..storage.live import LiveServer
-from ..storage.writer import AfterCommit, BatchWriter
+from ..storage.writer import AfterCommit, RowWriter
 from .batch import batched_specs
 from .executors import SweepJob, select_executor
 from .gate import build_gate
 from .limit_policy import BreakerSettings
-from .outcome import ModelOutcome, RunOutcome, SessionCounts, merged
-from .scheduler import OutputCheck, RetryPolicy
+from .run_outcome import ModelOutcome, RunOutcome, SessionCounts, merged
+from .retry import OutputCheck, RetryPolicy
 from .work import plan_items
 
 if TYPE_CHECKING:
@@ -57,8 +57,8 @@ def run_sweep(config: SweepConfig, prompts: list[Prompt], *, command: str, specs
     try:
         session_id = register_run(conn, config, command)
         todo, outcomes = plan_session(conn, config, prompts, specs, retry_failed)
-        writer = BatchWriter(conn, flush_rows=config.flush_rows, flush_ms=config.flush_ms,
-                             journal=Journal(config.db, fsync=config.journal_fsync), after_commit=after_commit)
+        writer = RowWriter(conn, flush_rows=config.flush_rows, flush_ms=config.flush_ms,
+                           journal=Journal(config.db, fsync=config.journal_fsync), after_commit=after_commit)
         try:
             gate = build_gate(conn, config, specs, writer)
             batches = None

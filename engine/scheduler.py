@@ -1,6 +1,7 @@
 """The async scheduler: per-model worker pools over a queue of work items, sharing per-key limiters.
 
-The retry loop lives here (tenacity) and nowhere else: providers only classify failures.
+Each item is sent once on a fast path; a failed try goes through engine/retry.py (the one retry loop and
+the one failure -> disposition rule). Providers only classify failures.
 """
 
 from __future__ import annotations
@@ -9,55 +10,42 @@ import asyncio
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
 
 from ..config import ModelSpec
-from ..providers.base import (AuthError, ChatRequest, ConfigurationError, PermanentError, Provider, ProviderFailure,
-                              RateLimitedError, TransientError)
-from ..records import WorkItem
+from ..providers.base import (AuthError, ChatRequest, ConfigurationError, Provider, ProviderFailure, RateLimitedError,
+                              TransientError)
+from ..records import INVALID_OUTPUT, WorkItem
 from .attempts import AttemptRecorder, now_utc
 from .gate import SendGate
-from .limiter import ModelStopped
-from .outcome import SendCounts
-
-if TYPE_CHECKING:
-    from tenacity import RetryCallState
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Transient failures: up to max_attempts tries with full-jitter exponential backoff.
-    Rate limits: unlimited tries; the limiter's cool-down does the waiting."""
-
-    max_attempts: int = 6
-    backoff_initial_s: float = 0.25
-    backoff_max_s: float = 20.0
+from .model_limiter import ModelLimiter, ModelStopped
+from .run_outcome import SendCounts
+from .retry import Disposition, InvalidOutputError, OutputCheck, RetryPolicy, failure_disposition, retrying
 
 
 @dataclass
 class ModelQueue:
     """One model's remaining work and what happened to it in this session. `limiter` is the model's
-    view of its key's limits (engine.limiter.ModelLimiter, or the Ray transport's)."""
+    view of its key's limits (a ModelLimiter: the local transport's, or the Ray transport's)."""
 
     spec: ModelSpec
     provider: Provider
-    limiter: object
+    limiter: ModelLimiter
     items: deque[WorkItem]
     counts: SendCounts = field(default_factory=SendCounts)
     set_aside: int = 0  # answered "misconfigured": not sent again in this session, still pending
     in_flight: int = 0
 
     @property
-    def stopped(self) -> str | None:
-        return self.counts.stopped
+    def rate_limited(self) -> int:
+        return self.limiter.stats.rate_limited
 
-    def stop(self, reason: str) -> None:
-        if self.counts.stopped is None:
-            self.counts.stopped = reason
+    @property
+    def pace(self) -> float | None:
+        return self.limiter.pace
 
     def final_counts(self) -> SendCounts:
         self.counts.not_sent = len(self.items) + self.in_flight + self.set_aside
-        self.counts.rate_limited = self.limiter.stats.rate_limited
+        self.counts.rate_limited = self.rate_limited
         return self.counts
 
 
@@ -65,14 +53,6 @@ def estimate_tokens(item: WorkItem) -> int:
     """Prompt chars / 4 plus the output allowance: what providers count at admission."""
     chars = sum(len(str(m.get("content", ""))) for m in item.prompt.messages)
     return chars // 4 + 1 + int(item.params.get("max_tokens") or 0)
-
-
-class InvalidOutputError(TransientError):
-    """A usable HTTP answer whose content failed the caller's check (e.g. a judge's JSON schema)."""
-
-
-# check(item, text) -> None when the answer is acceptable, else the reason it is not.
-OutputCheck = Callable[[WorkItem, str], "str | None"]
 
 
 class Scheduler:
@@ -85,7 +65,6 @@ class Scheduler:
         self.policy = policy
         self.check = check
         self.gate = gate
-        self._backoff = None  # tenacity's wait, made at the first retry: the fast path never imports tenacity
 
     async def run(self) -> None:
         async with asyncio.TaskGroup() as group:
@@ -94,9 +73,9 @@ class Scheduler:
                     group.create_task(self._worker(queue))
 
     async def _worker(self, queue: ModelQueue) -> None:
-        while queue.items and queue.stopped is None:
+        while queue.items and queue.counts.stopped is None:
             if reason := queue.limiter.stopped or (self.gate and self.gate.stopped(queue.spec.name)):
-                queue.stop(reason)  # auth, configuration, breaker, a spend cap or strict drift
+                queue.counts.stop(reason)  # auth, configuration, breaker, a spend cap or strict drift
                 break
             item = queue.items.popleft()
             queue.in_flight += 1
@@ -108,53 +87,39 @@ class Scheduler:
     async def _send(self, queue: ModelQueue, item: WorkItem) -> None:
         """Send one item until it is stored, fails for good, runs out of transient retries, or its
         model stops."""
-        counts = queue.counts
         try:
             try:
                 await self._attempt(queue, item, 1)  # fast path: most calls need no retry machinery
             except (TransientError, RateLimitedError) as first:
                 await self._retry(queue, item, first)
-            counts.stored += 1
-        except PermanentError as exc:
-            counts.failed += 1
-            counts.error(exc.error_class, exc.message)
+            queue.counts.stored += 1
         except ModelStopped as exc:
             queue.items.appendleft(item)  # not done: pending, resumed by the same command after the fix
-            queue.stop(exc.reason)
-        except ConfigurationError as exc:
-            queue.set_aside += 1  # pending; never retried in this session, so no loop on it
-            counts.error(exc.error_class, exc.message)
-        except InvalidOutputError as exc:
-            # Out of tries and still invalid: a recorded failure of the request, never a silent drop.
-            self.recorder.invalid(item, self.policy.max_attempts + 1, exc.message)
+            queue.counts.stop(exc.reason)
+        except ProviderFailure as failure:
+            self._settle(queue, item, failure)
+
+    def _settle(self, queue: ModelQueue, item: WorkItem, failure: ProviderFailure) -> None:
+        """The retry loop let the failure through: every try it allows is used, or the failure is final."""
+        counts = queue.counts
+        counts.error(failure.error_class, failure.message)
+        settled = failure_disposition(failure, self.policy, self.policy.max_attempts)
+        if settled is Disposition.FAILED:
+            if failure.error_class == INVALID_OUTPUT:  # a recorded failure of the request, never a silent drop
+                self.recorder.invalid(item, self.policy.max_attempts + 1, failure.message)
             counts.failed += 1
-            counts.error(exc.error_class, exc.message)
-        except TransientError as exc:
+        elif settled is Disposition.SET_ASIDE:
+            queue.set_aside += 1  # pending; never retried in this session, so no loop on it
+        elif settled is Disposition.STOP:
+            queue.items.appendleft(item)
+            queue.counts.stop(failure.message)
+        else:
             counts.gave_up += 1
-            counts.error(exc.error_class, exc.message)
 
     async def _retry(self, queue: ModelQueue, item: WorkItem, first: ProviderFailure) -> None:
-        """The retry loop (tenacity). Attempt 1 replays the fast path's failure so that tenacity
+        """The retry loop (engine/retry.py). Attempt 1 replays the fast path's failure so that the loop
         counts it and waits after it like after any other attempt."""
-        from tenacity import AsyncRetrying, retry_if_exception_type, wait_random_exponential
-
-        if self._backoff is None:
-            self._backoff = wait_random_exponential(multiplier=self.policy.backoff_initial_s,
-                                                    max=self.policy.backoff_max_s)
-        transient = [0]
-
-        def stop(state: RetryCallState) -> bool:
-            if isinstance(state.outcome.exception(), RateLimitedError):
-                return False  # rate limits never use up the budget: the request just waits
-            transient[0] += 1
-            return transient[0] >= self.policy.max_attempts
-
-        def wait(state: RetryCallState) -> float:
-            return 0.0 if isinstance(state.outcome.exception(), RateLimitedError) else self._backoff(state)
-
-        retrying = AsyncRetrying(retry=retry_if_exception_type((TransientError, RateLimitedError)),
-                                 stop=stop, wait=wait, reraise=True)
-        async for attempt in retrying:
+        async for attempt in retrying(self.policy, paced=True):
             with attempt:
                 number = attempt.retry_state.attempt_number
                 if number == 1:
@@ -180,7 +145,7 @@ class Scheduler:
         limiter.on_success()
         latency_ms = (time.perf_counter() - t0) * 1000
         if self.check is not None and (reason := self.check(item, completion.text)) is not None:
-            failure = InvalidOutputError(f"{reason}; output: {completion.text[:200]!r}", error_class="invalid_output")
+            failure = InvalidOutputError(reason, completion.text)
             self.recorder.failure(item, attempt_no, started, latency_ms, failure)
             raise failure
         self.recorder.success(item, attempt_no, started, latency_ms, completion)

@@ -8,9 +8,6 @@ from typing import Any
 from ..config import ModelSpec
 from ..records import Prompt, WorkItem, canonical_json
 
-__all__ = ["Prompt", "WorkItem", "canonical_json", "request_id", "cache_key", "plan_items"]
-
-
 def request_id(run: str, model: str, prompt: Prompt, sample: int, params: dict[str, Any]) -> str:
     """Idempotency key: the same run, model, prompt, sample and parameters give the same id."""
     key = canonical_json([run, model, prompt.benchmark, prompt.key, prompt.prompt_hash, sample, params])

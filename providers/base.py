@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ..records import Outcome
+
 
 @dataclass(frozen=True)
 class ChatRequest:
@@ -33,9 +35,10 @@ class Completion:
 
 
 class ProviderFailure(Exception):
-    """A failed call, classified so the engine knows what to do with it."""
+    """A failed call, classified so the engine knows what to do with it: `outcome` is its class in the
+    stored vocabulary (records.Outcome); engine/retry.py decides what that class means."""
 
-    kind = "transient"
+    outcome = Outcome.TRANSIENT
 
     def __init__(self, message: str, *, error_class: str = "error", http_status: int | None = None,
                  retry_after: float | None = None, endpoint: bool = False):
@@ -52,32 +55,32 @@ class ProviderFailure(Exception):
 class TransientError(ProviderFailure):
     """Worth retrying after a backoff: timeouts, resets, 5xx, malformed bodies."""
 
-    kind = "transient"
+    outcome = Outcome.TRANSIENT
 
 
 class RateLimitedError(ProviderFailure):
     """429 or equivalent: wait (retry_after seconds if the provider said) and send again."""
 
-    kind = "rate_limited"
+    outcome = Outcome.RATE_LIMITED
 
 
 class PermanentError(ProviderFailure):
     """Sending again cannot help: invalid request, context too long, unknown model."""
 
-    kind = "permanent"
+    outcome = Outcome.PERMANENT
 
 
 class AuthError(ProviderFailure):
     """Credentials missing or refused: the model's queue stops."""
 
-    kind = "auth"
+    outcome = Outcome.AUTH
 
 
 class ConfigurationError(ProviderFailure):
     """The reply says the configuration is wrong, not the prompt (unknown model, a route that does not
     exist): after a few of them the model stops; its requests stay pending, never stored as final."""
 
-    kind = "config"
+    outcome = Outcome.CONFIG
 
 
 class Provider(Protocol):

@@ -11,6 +11,7 @@ import duckdb
 from ..errors import DatabaseError
 from .journal import replay
 from .migrations import apply_migrations, migrations
+from .readonly import GUARDS
 from .template import seed_new_db
 from .tx import transaction
 
@@ -42,6 +43,11 @@ def open_db(path: str | Path, *, read_only: bool = False, config: dict | None = 
         _prepare(conn)
         replay(conn, path)  # answers a killed run had received but not committed
     return conn
+
+
+def open_readonly(db: str | Path) -> duckdb.DuckDBPyConnection:
+    """The DB read-only, with DuckDB's guards (GUARDS) set before the first statement and locked."""
+    return open_db(db, read_only=True, config=dict(GUARDS))
 
 
 def _prepare(conn: duckdb.DuckDBPyConnection) -> None:

@@ -1,6 +1,6 @@
 """The journal: every attempt and answer is on disk the moment it arrives, before its batch commits.
 
-The batch writer commits every `flush_ms`; a process killed in between would lose the answers it had
+The RowWriter commits every `flush_ms`; a process killed in between would lose the answers it had
 already received (and paid for). So each row is also appended to a journal file beside the DB, one JSON
 line per row, with a plain os.write: once written, the OS keeps it when the process dies. The journal is
 kept in segments (`.<db name>.journal.<n>`): when the writer takes a batch it seals the current segment

@@ -4,19 +4,17 @@ Two guards, both used by `query`:
 - `check_query(sql)` refuses, statement by statement and with DuckDB's own parser, anything but reads of
   the DB's tables, views and macros. It needs no settings of its own, so it also guards a cursor of a
   connection whose instance-wide settings are not ours to lock (e.g. the live reads of a running sweep).
-- `open_readonly(db)` opens the file read-only with DuckDB's guards: no file system access beyond the DB,
+- `db.open_readonly(db)` opens the file read-only with these GUARDS: no file system access beyond the DB,
   no extension installing or loading, no persistent secrets, and the configuration locked.
+This module opens nothing itself (db.py and live.py use it; it uses neither).
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
-
 import duckdb
 
 from ..errors import QueryError
-from .db import open_db
 
 GUARDS = {
     "enable_external_access": False,  # no COPY TO, read_csv, ATTACH, replacement scans of files
@@ -131,11 +129,6 @@ def _check_tree(tree: dict) -> None:
 def _looks_like_a_file(name: str) -> bool:
     # Tables and views of the DB are plain identifiers; DuckDB turns 'x.csv', 'dir/x', 's3://...' into file scans.
     return any(ch in name for ch in "./\\:*?~")
-
-
-def open_readonly(db: str | Path) -> duckdb.DuckDBPyConnection:
-    """The DB read-only, with DuckDB's guards (GUARDS) set before the first statement and locked."""
-    return open_db(db, read_only=True, config=dict(GUARDS))
 
 
 def run_readonly(conn: duckdb.DuckDBPyConnection, sql: str) -> tuple[list[str], list[tuple]]:

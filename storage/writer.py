@@ -25,11 +25,12 @@ AfterCommit = Callable[[duckdb.DuckDBPyConnection, list[ResponseRow]], None]
 ATTEMPT_COLUMNS = AttemptRow._fields
 RESPONSE_COLUMNS = ResponseRow._fields
 DRIFT_COLUMNS = DriftRow._fields
-__all__ = ["BatchWriter", "insert_rows", "TABLES", "ATTEMPT_COLUMNS", "RESPONSE_COLUMNS", "DRIFT_COLUMNS"]
+__all__ = ["RowWriter", "insert_rows", "TABLES", "ATTEMPT_COLUMNS", "RESPONSE_COLUMNS", "DRIFT_COLUMNS"]
 
 
-class BatchWriter:
-    """Thread-backed batched writer with a row and a time flush window."""
+class RowWriter:
+    """The one writer of result rows (attempts, responses, drift events): journaled as they arrive,
+    committed by a thread every `flush_rows` rows or `flush_ms` ms. Nothing to do with batch mode."""
 
     def __init__(self, conn: duckdb.DuckDBPyConnection, *, flush_rows: int = 512, flush_ms: int = 200,
                  journal: Journal | None = None, after_commit: AfterCommit | None = None):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fairsweep.providers.sim_server import SimServerProcess
+from fairsweep.sim.server import SimServerProcess
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -10,8 +10,9 @@ from pathlib import Path
 import duckdb
 
 from fairsweep.config import ModelSpec, SweepConfig
-from fairsweep.engine.work import Prompt
-from fairsweep.providers.sim_server import SimServerProcess, prompt_fingerprint
+from fairsweep.records import Prompt
+from fairsweep.sim.server import SimServerProcess
+from fairsweep.sim.state import prompt_fingerprint
 
 
 REPO = Path(__file__).resolve().parents[1]

@@ -21,8 +21,8 @@ from fairsweep.benchmarks.mrni.prompts import build_prompts as mrni_prompts
 from fairsweep.benchmarks.pipeline import run_later_stages, score_benchmarks
 from fairsweep.config import ModelSpec, SweepConfig
 from fairsweep.engine.runner import run_sweep
-from fairsweep.engine.scheduler import RetryPolicy
-from fairsweep.providers.sim_server import SimServerProcess
+from fairsweep.engine.retry import RetryPolicy
+from fairsweep.sim.server import SimServerProcess
 
 KEY = "sk-reportdemo-0123456789abcdef"
 FAST = RetryPolicy(max_attempts=2, backoff_initial_s=0.02, backoff_max_s=0.1)

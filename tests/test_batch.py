@@ -19,8 +19,8 @@ from helpers import StderrLines, fairsweep_cmd, rows, sweep
 from fairsweep.config import ModelSpec
 from fairsweep.engine.batch.split import split
 from fairsweep.engine.runner import run_sweep
-from fairsweep.engine.scheduler import RetryPolicy
-from fairsweep.engine.work import Prompt
+from fairsweep.engine.retry import RetryPolicy
+from fairsweep.records import Prompt
 from fairsweep.providers.pricing import model_price
 
 FAST = RetryPolicy(max_attempts=4, backoff_initial_s=0.02, backoff_max_s=0.2)
@@ -312,7 +312,7 @@ def test_plan_shows_both_prices_and_the_wait(sim, tmp_path, mrni_dir):
 
 def test_batch_prices_come_from_the_price_map_else_half_the_synchronous_price_as_an_estimate(sim, tmp_path):
     from fairsweep.config import SweepConfig
-    from fairsweep.plan import _batch_cost, build_plan
+    from fairsweep.commands.plan import _batch_cost, build_plan
 
     server = sim()
     specs = (ModelSpec(name="mini", model="openai/gpt-4o-mini", api_base=server.base_url, batch=True),
@@ -359,7 +359,8 @@ def test_anthropic_batch_requests_are_litellms_translation_and_unsupported_param
 
 
 def test_the_batch_flag_puts_every_model_and_judge_in_batch_mode(tmp_path):
-    from fairsweep.cli import build_parser, resolve_config
+    from fairsweep.cli import build_parser
+    from fairsweep.config import resolve_config
 
     config = tmp_path / "s.toml"
     config.write_text('[[models]]\nmodel = "openai/gpt-4o-mini"\n[[judges]]\nname = "j"\nmodel = "openai/gpt-4o"\n')

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from helpers import REPO
 from fairsweep import cli
 from fairsweep.config import ModelSpec, SweepConfig, parse_config
-from fairsweep.config_doc import current_block, render
+from fairsweep.config.doc import current_block, render
 from fairsweep.errors import ConfigError
 
 GOOD_MODEL = {"name": "sim", "model": "sim-model", "max_concurrency": 2, "timeout_s": 5}
@@ -201,7 +201,7 @@ def test_the_benchmark_enumeration_is_the_registry():
 
 def test_the_readme_reference_is_the_schema():
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    assert current_block(readme) == render(), "run `python -m fairsweep.config_doc README.md`"
+    assert current_block(readme) == render(), "run `python -m fairsweep.config.doc README.md`"
     for schema in (SweepConfig, ModelSpec):
         for key, info in schema.__pydantic_fields__.items():
             assert info.description, f"{schema.__name__}.{key} has no description"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from helpers import make_prompts, rows, sim_model, sweep
 from fairsweep.engine.runner import run_sweep
-from fairsweep.engine.scheduler import RetryPolicy
-from fairsweep.providers.sim_server import prompt_fingerprint
+from fairsweep.engine.retry import RetryPolicy
+from fairsweep.sim.state import prompt_fingerprint
 
 FAST = RetryPolicy(max_attempts=8, backoff_initial_s=0.02, backoff_max_s=0.3)
 

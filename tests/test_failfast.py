@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 
 from helpers import fairsweep_cmd, rows
-from fairsweep.benchmarks.registry import load_prompts
+from fairsweep.benchmarks.sampling import load_prompts
 from fairsweep.config import SweepConfig
-from fairsweep.providers.sim_server import _messages_text, estimate_tokens
+from fairsweep.sim.state import estimate_tokens, messages_text
 
 
 def free_port() -> int:
@@ -89,7 +89,7 @@ def test_a_misspelt_model_id_stops_after_a_few_requests_and_resumes_after_the_fi
 
 def test_retry_failed_sends_the_final_failures_again_and_nothing_else(sim, tmp_path, mrni_dir):
     port = free_port()
-    sizes = sorted(estimate_tokens(_messages_text(list(p.messages)))
+    sizes = sorted(estimate_tokens(messages_text(list(p.messages)))
                    for p in load_prompts(SweepConfig(limit=40), str(mrni_dir)))
     limit = sizes[len(sizes) // 2]  # the longer half of the prompts fail for good: too long for the context
     strict = sim("--port", str(port), "--context-limit", str(limit))

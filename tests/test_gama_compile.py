@@ -204,9 +204,9 @@ def test_the_sampler_without_units_draws_n_prompts_in_proportion(total, n, seed)
 
 
 def test_limit_never_splits_a_pair_and_small_samples_spread_over_cells():
-    from fairsweep.benchmarks.registry import _select
+    from fairsweep.benchmarks.sampling import select_prompts
     prompts = load(SweepConfig(benchmarks=("gama",)))
-    limited = _select(SweepConfig(benchmarks=("gama",), limit=7), prompts)
+    limited = select_prompts(SweepConfig(benchmarks=("gama",), limit=7), prompts)
     assert len(limited) == 8 and limited[-1].metadata["scenario_id"] == limited[-2].metadata["scenario_id"]
     small = stratified_sample(prompts, 8, seed=0)
     assert len({p.metadata["dimension"] for p in small}) > 1

@@ -19,7 +19,8 @@ from fairsweep.benchmarks.gama import stats
 from fairsweep.benchmarks.gama.judge import JUDGE_PROMPT_VERSION, judge_prompt, judge_run_name
 from fairsweep.benchmarks.gama.score import PRIMARY_METRICS, score_run
 from fairsweep.config import ModelSpec, SweepConfig
-from fairsweep.engine.work import Prompt, plan_items
+from fairsweep.engine.work import plan_items
+from fairsweep.records import Prompt
 from fairsweep.storage.checkpoint import plan_requests
 from fairsweep.storage.db import open_db
 from fairsweep.storage.writer import RESPONSE_COLUMNS, insert_rows

@@ -16,7 +16,7 @@ import pytest
 from helpers import fairsweep_cmd, rows
 from fairsweep.benchmarks.gama.report import CSV_COLUMNS
 from fairsweep.storage.db import open_db
-from fairsweep.providers.sim_server import prompt_fingerprint
+from fairsweep.sim.state import prompt_fingerprint
 
 SCENARIOS = [(f"T0{i + 1}", "public" if i < 3 else "intimate") for i in range(6)]
 MALE_PUNI = ["wrong", "unacceptable", "controlling"]

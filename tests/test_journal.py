@@ -68,10 +68,10 @@ import os, sys, datetime as dt
 sys.path[:0] = {sys.path!r}
 from fairsweep.storage.db import open_db
 from fairsweep.storage.journal import Journal
-from fairsweep.storage.writer import BatchWriter
+from fairsweep.storage.writer import RowWriter
 from test_journal import attempt, response
 conn = open_db({str(db)!r})
-writer = BatchWriter(conn, flush_rows=100000, flush_ms=3600000, journal=Journal({str(db)!r}))
+writer = RowWriter(conn, flush_rows=100000, flush_ms=3600000, journal=Journal({str(db)!r}))
 for i in range(50):
     writer.add(attempt(i)); writer.add(response(i))
 os.kill(os.getpid(), 9)

@@ -1,84 +1,118 @@
-"""Imports point one way: cli -> benchmarks -> engine -> providers, storage (and every layer may use the
-leaves: config, errors, records). Read from the source with ast, so a lazy import inside a function
-counts as much as one at the top."""
+"""Imports point one way, floor by floor (tests/import_graph.py's FLOORS): leaves (config/, errors, records,
+jsonfile, the benchmark table) <- providers/, storage/ <- sim/ <- engine/ <- benchmarks/ <- commands/ <- cli.py.
+Every module of the package is on a floor, nothing imports a floor above its own, there is no import
+circle, and `Prompt` comes only from `records`. The graph is read from the AST of every module, so a lazy
+import inside a function counts as much as one at the top. `python tests/import_graph.py` prints it."""
 
 from __future__ import annotations
 
 import ast
+import shutil
 from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1]
-# layer -> the fairsweep modules and packages it must never import
-FORBIDDEN = {
-    "storage": ("engine", "benchmarks", "providers", "cli", "console", "plan"),
-    "providers": ("engine", "benchmarks", "storage", "cli", "console", "plan"),
-    "engine": ("benchmarks", "cli", "console", "plan"),
-    "benchmarks": ("cli",),
-}
-LEAVES = ("config.py", "config_types.py", "config_problems.py", "config_doc.py", "errors.py", "records.py",
-          "jsonfile.py")
-LEAF_MODULES = {leaf.removesuffix(".py") for leaf in LEAVES}
+from import_graph import (FLOORS, PACKAGE, SKIP, build_graph, cycles, floor_of, imports_of, package_files, report,
+                          upward_imports)
 
 
-def fairsweep_imports(path: Path) -> set[str]:
-    """Every fairsweep module a file imports, as a dotted path below the package ('engine.limiter')."""
-    parts = path.relative_to(PACKAGE).with_suffix("").parts
-    package = parts[:-1]
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = list(package[:len(package) - node.level + 1])
-                target = ".".join(base + ([node.module] if node.module else []))
-            elif node.module and node.module.startswith("fairsweep"):
-                target = node.module.removeprefix("fairsweep").lstrip(".")
-            else:
-                continue
-            found.update(f"{target}.{a.name}".strip(".") if not node.module else target for a in node.names)
-        elif isinstance(node, ast.Import):
-            found.update(a.name.removeprefix("fairsweep").lstrip(".") for a in node.names
-                         if a.name.startswith("fairsweep"))
-    return found
+def test_every_module_of_the_package_is_in_the_graph_and_on_a_floor():
+    graph = build_graph()
+    on_disk = {p for p in PACKAGE.rglob("*.py") if p.relative_to(PACKAGE).parts[0] not in SKIP}
+    assert len(graph) == len(on_disk)
+    assert {"cli", "config", "config.sweep", "commands.plan", "commands.console", "sim.server",
+            "engine.retry", "benchmarks.registry"} <= set(graph)
+    for module in graph:
+        floor_of(module)  # raises for a module no floor names
 
 
-def layer_files(layer: str) -> list[Path]:
-    return sorted((PACKAGE / layer).rglob("*.py"))
+def test_no_import_circle():
+    assert cycles(build_graph()) == [], report()
 
 
-@pytest.mark.parametrize("layer", sorted(FORBIDDEN))
-def test_a_layer_never_imports_the_layers_above_it(layer):
-    bad = [f"{path.relative_to(PACKAGE)} imports {module}" for path in layer_files(layer)
-           for module in sorted(fairsweep_imports(path))
-           if module.split(".")[0] in FORBIDDEN[layer]]
+def test_no_import_runs_up_a_floor():
+    assert upward_imports(build_graph()) == [], report()
+
+
+def test_prompt_comes_only_from_records():
+    """Prompt is defined in records; importing it through another module re-creates the old circle."""
+    bad = []
+    paths = [*package_files(PACKAGE).values(), *(p for d in ("tests", "bench") for p in sorted((PACKAGE / d).rglob("*.py")))]
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and any(a.name == "Prompt" for a in node.names):
+                if not (node.module or "").endswith("records"):
+                    bad.append(f"{path.relative_to(PACKAGE)}:{node.lineno} imports Prompt from {node.module}")
     assert not bad, "\n".join(bad)
 
 
-def test_the_leaves_import_no_layer():
-    for leaf in LEAVES:
-        modules = fairsweep_imports(PACKAGE / leaf)
-        layers = {m.split(".")[0] for m in modules} - LEAF_MODULES - {"benchmarks", ""}
-        assert not layers, f"{leaf} imports {sorted(modules)}"
-    # the config reads the benchmark table (names, identity fields) and nothing else of benchmarks/
-    for leaf in LEAVES:
-        assert {m for m in fairsweep_imports(PACKAGE / leaf) if m.startswith("benchmarks")} <= \
-            {"benchmarks.registry"}, leaf
+def test_the_simulator_is_imported_only_by_the_command_line():
+    graph = build_graph()
+    users = {source for source, targets in graph.items() for t in targets
+             if t.split(".")[0] == "sim" and source.split(".")[0] != "sim"}
+    assert users <= {"cli"} | {m for m in graph if m.startswith("commands")}, users
 
 
-@pytest.mark.parametrize("layer, folder, source, module", [
-    ("storage", "storage", "from ..engine.limiter import KeyLimiter\n", "engine.limiter"),
-    ("engine", "engine", "from ..benchmarks import registry\n", "benchmarks"),
-    ("engine", "engine/executors", "def later():\n    from ...benchmarks.mrni.score import score_run\n",
-     "benchmarks.mrni.score"),
-    ("engine", "engine", "import fairsweep.benchmarks.pipeline\n", "benchmarks.pipeline"),
+def _write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+def test_the_check_sees_a_seeded_circle_and_upward_import(tmp_path):
+    """A small package: a circle through a lazy import, an upward import written three ways."""
+    _write(tmp_path, {
+        "__init__.py": "",
+        "errors.py": "",
+        "engine/__init__.py": "",
+        "engine/a.py": "from . import b\n",
+        "engine/b.py": "def later():\n    from .a import x\n",
+        "storage/__init__.py": "",
+        "storage/up.py": "from ..engine.a import thing\n",
+        "providers/__init__.py": "",
+        "providers/up.py": "import fairsweep.benchmarks.registry\n",
+        "providers/across.py": "from ..storage import up\n",
+        "benchmarks/__init__.py": "",
+        "benchmarks/registry.py": "def later():\n    from ..commands.plan import build_plan\n",
+        "commands/__init__.py": "",
+        "commands/plan.py": "from ..errors import X\n",
+    })
+    graph = build_graph(tmp_path)
+    assert graph["engine.a"] == {"engine.b"} and graph["engine.b"] == {"engine.a"}
+    assert cycles(graph) == [["engine.a", "engine.b"]]
+    assert upward_imports(graph) == [("benchmarks.registry", "commands.plan"), ("providers.across", "storage.up"),
+                                     ("storage.up", "engine.a")]
+    # `import fairsweep.benchmarks.registry` from providers is not upward: the table is a leaf
+    assert graph["providers.up"] == {"benchmarks.registry"}
+
+
+def test_the_check_sees_a_circle_seeded_into_a_copy_of_the_package(tmp_path):
+    copy = tmp_path / "fairsweep"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns(*SKIP, "__pycache__"))
+    assert cycles(build_graph(copy)) == [] and upward_imports(build_graph(copy)) == []
+    (copy / "records.py").write_text((copy / "records.py").read_text() + "\nfrom .engine import retry\n")
+    graph = build_graph(copy)
+    assert ("records", "engine.retry") in upward_imports(graph)
+    assert any({"records", "engine.retry"} <= set(group) for group in cycles(graph))
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("from ..engine.limiter import KeyLimiter\n", {"engine.limiter"}),
+    ("from .. import errors\n", {"errors"}),
+    ("from ..engine import limiter, missing_name\n", {"engine.limiter", "engine"}),
+    ("def later():\n    from ...benchmarks.mrni.score import score_run\n", {"benchmarks.mrni.score"}),
+    ("import fairsweep.benchmarks.pipeline\n", {"benchmarks.pipeline"}),
+    ("import os\nfrom duckdb import connect\n", set()),
 ])
-def test_the_check_sees_a_backward_import(layer, folder, source, module):
-    """The checker itself: storage -> engine and engine -> benchmarks, relative, lazy or absolute, are found."""
-    probe = PACKAGE / folder / "_probe_backward.py"
+def test_imports_are_resolved_to_modules(tmp_path, source, expected):
+    files = package_files(PACKAGE)
+    probe = tmp_path / "probe.py"
     probe.write_text(source, encoding="utf-8")
-    try:
-        assert module in fairsweep_imports(probe)
-        assert module.split(".")[0] in FORBIDDEN[layer]
-    finally:
-        probe.unlink()
+    name = "storage.probe" if not source.startswith("def later") else "engine.executors.probe"
+    assert imports_of(name, probe, set(files)) == expected
+
+
+def test_the_floors_are_in_order():
+    names = [name for name, _ in FLOORS]
+    assert names == ["leaves", "adapters", "simulator", "engine", "benchmarks", "commands", "entry"]

@@ -11,7 +11,8 @@ import pytest
 
 from fairsweep.engine.limit_policy import (CONFIG_STRIKES, MAX_COOLDOWN_S, SAFETY, AdaptiveRate, BreakerSettings,
                                            LimitPolicy)
-from fairsweep.engine.limiter import KeyLimiter, Lease, ModelStopped
+from fairsweep.engine.limiter import KeyLimiter
+from fairsweep.engine.model_limiter import Lease, ModelStopped
 from fairsweep.providers.ratelimit_headers import parse_duration, retry_after_seconds
 
 

@@ -14,7 +14,7 @@ import pytest
 from helpers import fairsweep_cmd, make_prompts, rows, sweep
 from fairsweep.config import ModelSpec
 from fairsweep.engine.runner import run_sweep
-from fairsweep.engine.scheduler import RetryPolicy
+from fairsweep.engine.retry import RetryPolicy
 from fairsweep.providers.pricing import model_price
 from fairsweep.providers.registry import adapter_name
 

@@ -29,8 +29,8 @@ from fairsweep.benchmarks.mrni.prompts import build_prompts
 from fairsweep.benchmarks.mrni.report import CSV_COLUMNS, MARK
 from fairsweep.cli import main
 from fairsweep.engine.runner import run_sweep
-from fairsweep.engine.scheduler import RetryPolicy
-from fairsweep.providers.sim_server import SimServerProcess
+from fairsweep.engine.retry import RetryPolicy
+from fairsweep.sim.server import SimServerProcess
 
 KEY = "sk-mrnie2e-0123456789abcdef"
 TEXTS = {

@@ -27,7 +27,7 @@ from fairsweep import cli
 from fairsweep.config import KNOWN_BENCHMARKS, ModelSpec, SweepConfig, parse_config
 from fairsweep.engine.runner import run_sweep
 from fairsweep.errors import ConfigError
-from fairsweep.providers.sim_server import SimServerProcess
+from fairsweep.sim.server import SimServerProcess
 
 CONFIG_EXAMPLES, CLI_EXAMPLES, QUERY_EXAMPLES = 400, 100, 200
 PROPERTY = dict(deadline=None, database=None,  # no .hypothesis folder; the example counts above are the budget

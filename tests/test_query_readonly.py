@@ -15,9 +15,10 @@ from helpers import fairsweep_cmd, make_prompts, sim_model, sweep
 from fairsweep import cli
 from fairsweep.engine.runner import run_sweep
 from fairsweep.errors import QueryError
-from fairsweep.providers.sim_server import SimServerProcess
+from fairsweep.sim.server import SimServerProcess
 from fairsweep.storage.db import open_db
-from fairsweep.storage.readonly import check_query, open_readonly, run_readonly
+from fairsweep.storage.db import open_readonly
+from fairsweep.storage.readonly import check_query, run_readonly
 
 ENV_MARKER = "env-marker-5c1e"
 

@@ -21,7 +21,7 @@ from helpers import (fairsweep_cmd, grown, make_prompts, rows, sim_model, stored
 from fairsweep.engine.executors.ray_executor import RayExecutor
 from fairsweep.engine.executors.ray_limiter import HORIZON_S, PermitBook, Report
 from fairsweep.engine.runner import run_sweep
-from fairsweep.engine.scheduler import RetryPolicy
+from fairsweep.engine.retry import RetryPolicy
 
 FAST = RetryPolicy(max_attempts=8, backoff_initial_s=0.02, backoff_max_s=0.3)
 GOOD_KEY = "sk-raygood-0123456789abcdefghij"

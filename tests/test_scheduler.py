@@ -11,7 +11,8 @@ from fairsweep.config import ModelSpec
 from fairsweep.engine.attempts import AttemptRecorder
 from fairsweep.engine.limit_policy import BreakerSettings
 from fairsweep.engine.limiter import KeyLimiter
-from fairsweep.engine.scheduler import ModelQueue, RetryPolicy, Scheduler
+from fairsweep.engine.retry import RetryPolicy
+from fairsweep.engine.scheduler import ModelQueue, Scheduler
 from fairsweep.engine.work import plan_items
 from fairsweep.providers.base import (AuthError, ConfigurationError, PermanentError, RateLimitedError,
                                       TransientError)

@@ -6,7 +6,8 @@ import json
 
 import aiohttp
 
-from fairsweep.providers.sim_server import SimServerProcess, prompt_fingerprint
+from fairsweep.sim.server import SimServerProcess
+from fairsweep.sim.state import prompt_fingerprint
 
 HEADERS = {"x-api-key": "sk-ant-sim", "anthropic-version": "2023-06-01", "content-type": "application/json"}
 BODY = {"model": "claude-sim", "max_tokens": 32, "system": "Be brief.",

@@ -12,14 +12,8 @@ import time
 import aiohttp
 import pytest
 
-from fairsweep.providers.sim_server import (
-    FAULT_KINDS,
-    SimServerProcess,
-    estimate_tokens,
-    format_openai_duration,
-    parse_args,
-    prompt_fingerprint,
-)
+from fairsweep.sim.server import SimServerProcess, parse_args
+from fairsweep.sim.state import FAULT_KINDS, estimate_tokens, format_openai_duration, prompt_fingerprint
 
 DURATION_RE = re.compile(r"^(\d+ms|(\d+h)?(\d+m)?\d+(\.\d+)?s)$")
 

@@ -14,7 +14,7 @@ from fairsweep.storage.checkpoint import plan_requests, register_run, remaining
 from fairsweep.storage.db import open_db
 from fairsweep.storage.migrations import latest_version, migrations
 from fairsweep.records import AttemptRow, ResponseRow
-from fairsweep.storage.writer import ATTEMPT_COLUMNS, RESPONSE_COLUMNS, BatchWriter
+from fairsweep.storage.writer import ATTEMPT_COLUMNS, RESPONSE_COLUMNS, RowWriter
 
 NOW = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
 
@@ -40,7 +40,7 @@ def test_an_empty_database_migrates_to_the_documented_schema(db_path):
 
 def test_writer_batches_are_idempotent_and_flush_on_rows_and_time(db_path):
     conn = open_db(db_path)
-    writer = BatchWriter(conn, flush_rows=3, flush_ms=60_000)
+    writer = RowWriter(conn, flush_rows=3, flush_ms=60_000)
     attempt = AttemptRow("a1", "r1", "s", 1, NOW, 5.0, "ok", None, None, None, None, 3, 2)
     response = ResponseRow("r1", "a1", "text", "stop", 3, 2, None, "m", None, 5.0, NOW)
     writer.add(attempt)
@@ -56,7 +56,7 @@ def test_writer_batches_are_idempotent_and_flush_on_rows_and_time(db_path):
 
 def test_writer_commits_on_the_time_window(db_path):
     conn = open_db(db_path)
-    writer = BatchWriter(conn, flush_rows=10_000, flush_ms=50)
+    writer = RowWriter(conn, flush_rows=10_000, flush_ms=50)
     writer.add(AttemptRow("a1", "r1", "s", 1, NOW, 5.0, "transient", "http_500", 500, None, "boom", None, None))
     reader = conn.cursor()
     for _ in range(100):
@@ -149,7 +149,7 @@ def test_rows_derived_after_each_commit_are_written_and_a_failing_derivation_cos
         if any(r.text == "boom" for r in responses):
             raise ValueError("parser bug")
 
-    writer = BatchWriter(conn, flush_rows=2, flush_ms=60_000, after_commit=derive)
+    writer = RowWriter(conn, flush_rows=2, flush_ms=60_000, after_commit=derive)
     for i, text in enumerate(["a", "b", "boom", "c"]):
         writer.add(AttemptRow(f"a{i}", f"r{i}", "s", 1, NOW, 5.0, "ok", None, None, None, None, 3, 2))
         writer.add(ResponseRow(f"r{i}", f"a{i}", text, "stop", 3, 2, None, "m", None, 5.0, NOW))

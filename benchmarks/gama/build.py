@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ...config import ModelSpec, SweepConfig
-from ...engine.work import Prompt
+from ...records import Prompt
 from ...errors import ConfigError, DataError
 from . import build_prompts as bp
 from .lexicon import gendered_words
@@ -211,7 +211,7 @@ def _rewritable(seed: Seed, build: BuildResult) -> bool:
     return decision is not None and decision[0]
 
 
-def run_pipeline(config: SweepConfig, seeds: list[Seed], similarity: str, *, command: str,
+def run_build_steps(config: SweepConfig, seeds: list[Seed], similarity: str, *, command: str,
                  progress: bool) -> BuildResult:
     """Steps 1-5: generate, review, rewrite (engine runs), then near-duplicate removal per cell."""
     roles = assign_roles(seeds, config)
@@ -464,7 +464,7 @@ def cmd_build(args, argv: list[str]) -> int:
               "not a different model")
     print(f"gama build: {len(seeds)} seed(s) in {len({s.cell for s in seeds})} cell(s), run {config.run!r} "
           f"in {config.db}")
-    build = run_pipeline(config, seeds, args.similarity, command=command, progress=not args.no_progress)
+    build = run_build_steps(config, seeds, args.similarity, command=command, progress=not args.no_progress)
     _print_steps(build)
     if build.interrupted:
         print(f"interrupted: everything that arrived is stored. Resume with:\n  {command}")

@@ -3,7 +3,7 @@
 Each step's prompt carries a version (part of its prompt key, so a changed prompt is a new request) and
 starts its user message with "Seed <seed id>: <task>", which names the condition seed in every request.
 Every answer is one JSON object, validated here: the engine retries an invalid answer, then records an
-'invalid_output' failure (engine/scheduler.py); the build reads stored answers back through the same parsers.
+'invalid_output' failure (engine/retry.py); the build reads stored answers back through the same parsers.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 
 from ...config import LOCAL_MODEL, ModelSpec
 from . import review
+from .json_answers import parse_object, without_lengths
 from .lexicon import gendered_words
 from .schema import WORDS_MAX, WORDS_MIN, capitalisation_problems, template_problems, word_count
 
@@ -79,12 +80,6 @@ LOCAL_LIMITS = {"generate": ("template", 450), "rewrite": ("post", 700)}
 LOCAL_REASONS = (2, 120)  # at most 2 review reasons (and 2 plausibility reasons) of 120 characters
 
 
-def _without_lengths(schema: Any) -> Any:
-    if isinstance(schema, dict):
-        return {k: _without_lengths(v) for k, v in schema.items() if k not in ("minLength", "maxLength")}
-    return [_without_lengths(v) for v in schema] if isinstance(schema, list) else schema
-
-
 def response_format(step: str, spec: ModelSpec) -> dict[str, Any]:
     """Grammar-constrained JSON for the embedded model; a strict JSON schema for the others (their strict
     mode rejects length keywords, so those are left to validation)."""
@@ -100,7 +95,7 @@ def response_format(step: str, spec: ModelSpec) -> dict[str, Any]:
                 reasons["items"]["maxLength"] = LOCAL_REASONS[1]
         return {"type": "json_object", "schema": schema}
     return {"type": "json_schema",
-            "json_schema": {"name": f"gama_build_{step}", "strict": True, "schema": _without_lengths(schema)}}
+            "json_schema": {"name": f"gama_build_{step}", "strict": True, "schema": without_lengths(schema)}}
 
 
 # --------------------------------------------------------------------------- prompts
@@ -171,27 +166,6 @@ def rewrite_messages(seed: dict[str, Any], template: str) -> tuple[dict[str, str
 
 
 # --------------------------------------------------------------------------- validators
-
-def parse_object(text: str) -> tuple[dict | None, str | None]:
-    """The one JSON object of an answer (a ```json fence or text around it is tolerated)."""
-    body = text.strip()
-    fence = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", body, flags=re.S)
-    if fence:
-        body = fence.group(1)
-    try:
-        data = json.loads(body)
-    except ValueError as exc:
-        start, end = body.find("{"), body.rfind("}")
-        try:
-            data = json.loads(body[start:end + 1]) if 0 <= start < end else None
-        except ValueError:
-            data = None
-        if data is None:
-            return None, f"not valid JSON ({exc.msg})"
-    if not isinstance(data, dict):
-        return None, "not a JSON object"
-    return data, None
-
 
 def _one_paragraph(value: Any) -> str | None:
     return " ".join(value.split()) if isinstance(value, str) and value.strip() else None

@@ -19,9 +19,10 @@ from typing import Any
 
 from ...config import LOCAL_MODEL, ModelSpec, SweepConfig
 from ...engine.runner import ModelOutcome, RunOutcome, run_sweep
-from ...engine.work import Prompt
+from ...records import Prompt
 from ...errors import ConfigError
 from ...storage.db import open_db
+from .json_answers import without_lengths
 
 JUDGE_PROMPT_VERSION = "gama-judge-v1"
 JUDGE_BENCHMARK = "gama-judge"
@@ -215,13 +216,7 @@ def response_format(spec: ModelSpec) -> dict:
     if spec.model == LOCAL_MODEL:
         return {"type": "json_object", "schema": LOCAL_SCHEMA}
     return {"type": "json_schema",
-            "json_schema": {"name": "gama_judgement", "strict": True, "schema": _without_lengths(JUDGEMENT_SCHEMA)}}
-
-
-def _without_lengths(schema: Any) -> Any:
-    if isinstance(schema, dict):
-        return {k: _without_lengths(v) for k, v in schema.items() if k not in ("minLength", "maxLength")}
-    return [_without_lengths(v) for v in schema] if isinstance(schema, list) else schema
+            "json_schema": {"name": "gama_judgement", "strict": True, "schema": without_lengths(JUDGEMENT_SCHEMA)}}
 
 
 def structured_spec(spec: ModelSpec) -> ModelSpec:
@@ -270,4 +265,5 @@ def stage(config: SweepConfig, command: str, progress: bool) -> RunOutcome | Non
         if outcome.interrupted:
             interrupted = True
             break
-    return RunOutcome(f"{config.run} (judges)", config.db, models, interrupted, batches_in_flight=in_flight)
+    return RunOutcome(f"{config.run} (judges)", config.db, models, interrupted, batches_in_flight=in_flight,
+                      stage_of=config.run)

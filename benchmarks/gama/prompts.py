@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ...config import SweepConfig
-from ...engine.work import Prompt
+from ...records import Prompt
 from ..sampling import UNIT_KEY
 from .compile import compile_all
 from .schema import Scenario, load_scenarios, runnable

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .json_answers import parse_object
 from .schema import PLAUSIBILITY_LABELS, REVIEW_VERDICTS, Plausibility, Review
 
 SCORES = ("realism", "neutrality", "severity_fit", "style_fit", "clear_violation")
@@ -86,8 +87,6 @@ def _plausibility_problem(value: Any) -> str | None:
 
 def parse_review(text: str) -> tuple[dict | None, str | None]:
     """({verdict, scores, plausibility, reasons}, None) for a valid answer, else (None, reason)."""
-    from .build_prompts import parse_object
-
     data, reason = parse_object(text)
     if reason:
         return None, reason

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...config import ModelSpec, SweepConfig
-from ...engine.work import Prompt
+from ...records import Prompt
 from ...errors import ConfigError
 from . import build_prompts as bp
 from .compile import compile_pair

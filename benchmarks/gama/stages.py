@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ...config import ModelSpec, SweepConfig
-from ...engine.work import Prompt
+from ...records import INVALID_OUTPUT, Prompt
 
 # (text, track) -> (value, None) or (None, reason)
 Parser = Callable[[str, str], tuple[Any, str | None]]
@@ -84,7 +84,7 @@ def run_jobs(name: str, jobs: list[Job], *, run_config: Callable[[ModelSpec], Sw
         if status == "ok":
             result.value, reason = parse(text, job.track)
             if reason:  # stored under an older validator: count it as invalid, never use it
-                result.status, result.value, result.error = "failed", None, f"invalid_output: {reason}"
+                result.status, result.value, result.error = "failed", None, f"{INVALID_OUTPUT}: {reason}"
         run.results[(job.unit, job.model)] = result
     return run
 

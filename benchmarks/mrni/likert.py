@@ -19,7 +19,7 @@ from pathlib import Path
 import duckdb
 
 from ...config import SweepConfig
-from ...engine.work import Prompt
+from ...records import Prompt
 from ...storage.tx import transaction
 from .data import read_tsv, require_verified, resolve_data_dir
 from .likert_parse import PARSER_VERSION, parse_rating

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import functools
 import re
-import unicodedata
 from typing import NamedTuple
 
+from .fold import fold_char
 from .likert_scale import LANGUAGES, instruction_lines, rating_for_position
 
 PARSER_VERSION = "mrni-likert-parse-1"
@@ -50,19 +50,9 @@ _CHAR_MAP = str.maketrans({
 })
 
 
-def _norm_char(ch: str) -> str:
-    low = ch.lower()
-    if len(low) != 1:
-        return ch
-    if low.isascii():
-        return low
-    base = unicodedata.normalize("NFD", low)[0]  # né -> ne, è -> e
-    return base if base.isascii() else low
-
-
 def normalise(text: str) -> str:
     """Lowercase, plain apostrophes and dashes, no markdown or quotes, no accents; same length."""
-    return "".join(_norm_char(c) for c in text.translate(_CHAR_MAP))
+    return "".join(fold_char(c) for c in text.translate(_CHAR_MAP))
 
 
 def _blank(s: str, start: int, end: int) -> str:

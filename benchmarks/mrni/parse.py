@@ -20,8 +20,9 @@ prompt in English); ``language`` only selects the language-specific weak markers
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
+
+from .fold import fold_char
 
 PARSER_VERSION = "mrni-parse-2"
 
@@ -67,15 +68,7 @@ _CHAR_MAP = {
 
 def _norm_char(ch: str) -> str:
     """Map one character to exactly one character: lowercase, accents off (è kept)."""
-    if ch in _CHAR_MAP:
-        return _CHAR_MAP[ch]
-    low = ch.lower()
-    if len(low) != 1:
-        return ch
-    if low.isascii():
-        return low
-    base = unicodedata.normalize("NFD", low)[0]
-    return base if base.isascii() else low
+    return _CHAR_MAP[ch] if ch in _CHAR_MAP else fold_char(ch)
 
 
 def _normalise(text: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...config import SweepConfig
-from ...engine.work import Prompt
+from ...records import Prompt
 from .data import load_expanded, resolve_data_dir
 
 BENCHMARK = "mrni"

@@ -16,19 +16,16 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, wait_random_exponential
-
 from ...config import ModelSpec, SweepConfig
-from ...providers.base import (AuthError, Completion, ConfigurationError, PermanentError, ProviderFailure,
-                               RateLimitedError, TransientError)
+from ...providers.base import AuthError, Completion, ProviderFailure, RateLimitedError, TransientError
 from ...providers.batch_base import BatchState
 from ...providers.registry import make_batch_adapter
 from ...records import WorkItem
 from ...storage.batches import BatchRecord, attached_provider_ids, live_batches, record_batch, update_batch
 from ..attempts import now_utc
-from ..executors.local import cancel_on_sigterm
-from ..outcome import SendCounts
-from ..scheduler import OutputCheck, RetryPolicy
+from ..run_outcome import SendCounts
+from ..retry import Disposition, InvalidOutputError, OutputCheck, RetryPolicy, failure_disposition, retrying
+from ..signals import cancel_on_sigterm
 from .rows import BatchRows
 from .split import split
 
@@ -70,7 +67,6 @@ class BatchSender:
         self.live: list[Live] = []
         self.tries: dict[str, int] = {}
         self.interrupted = False
-        self._backoff = wait_random_exponential(multiplier=policy.backoff_initial_s, max=policy.backoff_max_s)
 
     # ------------------------------------------------------------------ the runner's three calls
 
@@ -131,7 +127,7 @@ class BatchSender:
             if not state.queue or state.counts.stopped:
                 continue
             if self.gate is not None and (reason := self.gate.stopped(name)):
-                state.counts.stopped = reason
+                state.counts.stop(reason)
                 continue
             items, state.queue = state.queue, []
             encoded = [state.adapter.encode(item) for item in items]
@@ -191,7 +187,7 @@ class BatchSender:
             counts.gave_up += len(live.items)
         else:
             counts.not_sent += len(live.items)
-            counts.stopped = counts.stopped or f"batch submission refused: {failure.message}"
+            counts.stop(f"batch submission refused: {failure.message}")
         self._say(live.record, f"not submitted: {failure.message}")
 
     # ------------------------------------------------------------------ polling and collecting
@@ -220,7 +216,7 @@ class BatchSender:
                 return
         except AuthError as failure:  # the batch keeps running; a later run with the key collects it
             self.live.remove(live)
-            self.models[live.record.model].counts.stopped = failure.message
+            self.models[live.record.model].counts.stop(failure.message)
             return
         except ProviderFailure as failure:  # the provider is unwell: try again later, the batch is safe
             state = BatchState(False, f"unreachable ({failure.error_class})", live.done, len(live.record.request_ids))
@@ -274,9 +270,9 @@ class BatchSender:
                 self.gate.observe(record.model, item.request_id, completion.cost_usd, completion.provider_model,
                                   completion.system_fingerprint)
             return
-        failure = TransientError(f"{reason}; output: {completion.text[:200]!r}", error_class="invalid_output")
+        failure = InvalidOutputError(reason, completion.text)
         self.rows.failure(record.provider_batch_id, item, attempt, record.submitted_at or record.created_at, failure)
-        if attempt >= self.policy.max_attempts:
+        if failure_disposition(failure, self.policy, attempt) is Disposition.FAILED:
             self.rows.invalid(record.provider_batch_id, item, attempt + 1, failure.message)
             counts.failed += 1
             counts.error(failure.error_class, failure.message)
@@ -290,12 +286,13 @@ class BatchSender:
         attempt = self.tries.get(item.request_id, 0) + 1 if rate_limited else self._try(item)
         self.rows.failure(record.provider_batch_id, item, attempt, record.submitted_at or record.created_at, failure)
         counts.error(failure.error_class, failure.message)
-        if isinstance(failure, PermanentError):
+        settled = failure_disposition(failure, self.policy, attempt)
+        if settled is Disposition.FAILED:
             counts.failed += 1
-        elif isinstance(failure, (AuthError, ConfigurationError)):
+        elif settled in (Disposition.STOP, Disposition.SET_ASIDE):  # no limiter here: the model stops at once
             counts.not_sent += 1
-            counts.stopped = counts.stopped or failure.message
-        elif rate_limited or attempt < self.policy.max_attempts:
+            counts.stop(failure.message)
+        elif settled is Disposition.RETRY:
             self._again(item, counts)
         else:
             counts.gave_up += 1
@@ -316,7 +313,7 @@ class BatchSender:
         else:
             counts.not_sent += 1
             if state.error:
-                counts.stopped = counts.stopped or f"batch {live.record.provider_batch_id} failed: {state.error}"
+                counts.stop(f"batch {live.record.provider_batch_id} failed: {state.error}")
 
     def _again(self, item: WorkItem, counts: SendCounts) -> None:
         state = self.models[item.model]
@@ -329,25 +326,11 @@ class BatchSender:
     # ------------------------------------------------------------------ plumbing
 
     async def _call(self, make):
-        """make() -> one HTTP exchange with the provider, retried (tenacity) on transient failures (up to
-        max_attempts, with backoff) and rate limits (as long as the provider asks). Only for calls that are
-        safe to repeat: a batch create is never repeated blindly (see _ensure_submitted)."""
-        transient = [0]
-
-        def stop(state: RetryCallState) -> bool:
-            if isinstance(state.outcome.exception(), RateLimitedError):
-                return False
-            transient[0] += 1
-            return transient[0] >= self.policy.max_attempts
-
-        def wait(state: RetryCallState) -> float:
-            exc = state.outcome.exception()
-            if isinstance(exc, RateLimitedError) and exc.retry_after is not None:
-                return exc.retry_after
-            return self._backoff(state)
-
-        async for attempt in AsyncRetrying(retry=retry_if_exception_type((TransientError, RateLimitedError)),
-                                           stop=stop, wait=wait, reraise=True):
+        """make() -> one HTTP exchange with the provider, through the one retry loop (engine/retry.py):
+        transient failures up to max_attempts with backoff, rate limits as long as the provider asks (its
+        retry-after honoured). Only for calls that are safe to repeat: a batch create is never repeated
+        blindly (see _ensure_submitted)."""
+        async for attempt in retrying(self.policy, paced=False):
             with attempt:
                 return await make()
 

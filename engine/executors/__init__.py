@@ -7,41 +7,15 @@ writer; an executor only sends and hands every row to that writer.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from ...errors import MissingDependencyError
-from ..limit_policy import BreakerSettings
+from .job import Executor, SweepJob
 
 if TYPE_CHECKING:
-    from ...config import ModelSpec, SweepConfig
-    from ...records import WorkItem
-    from ...storage.writer import BatchWriter
-    from ..gate import SendGate
-    from ..outcome import SessionCounts
-    from ..scheduler import OutputCheck, RetryPolicy
+    from ...config import SweepConfig
 
-
-@dataclass
-class SweepJob:
-    """One session's work: what is left per model, where rows go, and how to retry."""
-
-    specs: list[ModelSpec]
-    todo: dict[str, list[WorkItem]]
-    writer: BatchWriter
-    session_id: str
-    policy: RetryPolicy
-    progress: bool
-    check: OutputCheck | None = None
-    gate: SendGate | None = None  # spend caps and drift, consulted before each send
-    totals: dict[str, tuple[int, int]] = field(default_factory=dict)  # model -> (planned, done before)
-    breaker: BreakerSettings = field(default_factory=BreakerSettings)  # when a dead endpoint stops its model
-
-
-class Executor(Protocol):
-    def execute(self, job: SweepJob) -> SessionCounts:
-        """Send job.todo, give every attempt/response row to job.writer, return what happened per
-        model. On Ctrl-C or SIGTERM: stop sending, hand over what arrived, return with interrupted set."""
+__all__ = ["Executor", "SweepJob", "select_executor"]
 
 
 def select_executor(config: SweepConfig) -> Executor:

@@ -1,7 +1,7 @@
 """The driver's book of remaining work for a distributed session.
 
 Hands out small shards round-robin over the models, commits what workers stream back (through the
-one BatchWriter, whose keyed inserts make a repeated row harmless), counts every request once by its
+one RowWriter, whose keyed inserts make a repeated row harmless), counts every request once by its
 request_id, and puts back the unfinished items of a shard whose worker died.
 """
 
@@ -14,42 +14,31 @@ from typing import TYPE_CHECKING, Callable
 
 from ...config import ModelSpec
 from ...records import Outcome, ResponseRow, WorkItem
-from ..limit_policy import LimiterStats
-from ..outcome import SendCounts
+from ..run_outcome import SendCounts
+from ..retry import Disposition, disposition
 from .shards import Shard, ShardUpdate
 
 if TYPE_CHECKING:
-    from ...storage.writer import BatchWriter
+    from ...storage.writer import RowWriter
     from ..gate import SendGate
 
 
 @dataclass
-class _Stats:
-    stats: LimiterStats = field(default_factory=LimiterStats)
-
-
-@dataclass
 class ModelTally:
-    """The driver's view of one model (what ProgressReporter reads from a ModelQueue)."""
+    """The driver's view of one model (a progress.Watched, as a ModelQueue is). The driver books no sends
+    (the limiter actors do), so it shows no pace; 429s are counted from the attempt rows."""
 
     spec: ModelSpec
     todo: int
-    limiter: _Stats = field(default_factory=_Stats)
     counts: SendCounts = field(default_factory=SendCounts)
-
-    @property
-    def stopped(self) -> str | None:
-        return self.counts.stopped
-
-    def stop(self, reason: str | None) -> None:
-        if reason and self.counts.stopped is None:
-            self.counts.stopped = reason
+    rate_limited: int = 0
+    pace: float | None = None
 
 
 class ShardBook:
     """Pending items per model, shards in flight, and what has been settled (stored or failed for good)."""
 
-    def __init__(self, specs: list[ModelSpec], todo: dict[str, list[WorkItem]], writer: BatchWriter,
+    def __init__(self, specs: list[ModelSpec], todo: dict[str, list[WorkItem]], writer: RowWriter,
                  session_id: str, shard_size: int, worker_spec: Callable[[ModelSpec], ModelSpec],
                  gate: SendGate | None = None):
         self.specs = {s.name: s for s in specs}
@@ -83,9 +72,9 @@ class ShardBook:
             name = self._order[0]
             self._order.rotate(-1)
             items = self.pending[name]
-            if items and self.gate is not None and self.tallies[name].stopped is None:
-                self.tallies[name].stop(self.gate.stopped(name))  # spend cap or strict drift
-            if items and self.tallies[name].stopped is None:
+            if items and self.gate is not None and self.tallies[name].counts.stopped is None:
+                self.tallies[name].counts.stop(self.gate.stopped(name))  # spend cap or strict drift
+            if items and self.tallies[name].counts.stopped is None:
                 batch = tuple(items.popleft() for _ in range(min(self.shard_size, len(items))))
                 shard = Shard(self._next_id, self.worker_spec(self.specs[name]), batch, self.session_id)
                 self._next_id += 1
@@ -105,18 +94,21 @@ class ShardBook:
                     if self.gate is not None:
                         self.gate.observe(shard.spec.name, row.request_id, row.cost_usd, row.provider_model,
                                           row.system_fingerprint)
-            elif row.outcome == Outcome.RATE_LIMITED:
-                tally.limiter.stats.rate_limited += 1
-            elif row.outcome == Outcome.PERMANENT and self._settle(row.request_id):
+                continue
+            if row.outcome == Outcome.RATE_LIMITED:
+                tally.rate_limited += 1
+            # a row says nothing of the request's budget: the worker's scheduler settles what runs out of it
+            settled = disposition(row.outcome, row.error_class, out_of_tries=False)
+            if settled is Disposition.FAILED and self._settle(row.request_id):
                 counts.failed += 1
                 counts.error(row.error_class, row.error_message)
-            elif row.outcome == Outcome.AUTH:
-                tally.stop(row.error_message)  # no new shards for this model from now on
+            elif settled is Disposition.STOP:
+                tally.counts.stop(row.error_message)  # no new shards for this model from now on
         if (end := update.end) is not None:
             counts.gave_up += end.counts.gave_up
             counts.retries += end.counts.retries
             counts.last_errors.update(end.counts.last_errors)
-            tally.stop(end.counts.stopped)
+            tally.counts.stop(end.counts.stopped)
 
     def _settle(self, request_id: str) -> bool:
         """Count a request once, whichever row (or repeated row) settles it."""
@@ -148,5 +140,5 @@ class ShardBook:
         for tally in self.tallies.values():
             c = tally.counts
             c.not_sent = tally.todo - c.stored - c.failed - c.gave_up
-            c.rate_limited = tally.limiter.stats.rate_limited
+            c.rate_limited = tally.rate_limited
         return {name: tally.counts for name, tally in self.tallies.items()}

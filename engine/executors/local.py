@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import signal
 from collections import deque
 from typing import TYPE_CHECKING
 
@@ -13,12 +12,13 @@ from ...providers.registry import make_provider
 from ..attempts import AttemptRecorder
 from ..limit_policy import BreakerSettings
 from ..limiter import KeyLimiter
-from ..outcome import SessionCounts
+from ..run_outcome import SessionCounts
 from ..progress import ProgressReporter, progress_every_s
 from ..scheduler import ModelQueue, Scheduler
+from ..signals import cancel_on_sigterm
 
 if TYPE_CHECKING:
-    from . import SweepJob
+    from .job import SweepJob
 
 
 def build_limiters(specs: list[ModelSpec], breaker: BreakerSettings) -> dict[str, KeyLimiter]:
@@ -59,10 +59,3 @@ class LocalExecutor:
             for queue in queues:
                 with contextlib.suppress(Exception):
                     await queue.provider.aclose()
-
-
-def cancel_on_sigterm() -> None:
-    """SIGTERM stops like Ctrl-C: stop sending, commit what arrived."""
-    task = asyncio.current_task()
-    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, lambda: task.cancel() if task else None)

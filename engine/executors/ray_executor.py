@@ -2,7 +2,7 @@
 
 The driver (this process) cuts the runner's remaining work into small shards, feeds them to N worker
 actors (two shards in flight per worker, so that none idles at a shard's tail), commits the rows they
-stream back through the runner's one BatchWriter, and when a worker dies re-queues the unsettled items
+stream back through the runner's one RowWriter, and when a worker dies re-queues the unsettled items
 of its shards and starts a replacement. Limits hold cluster-wide through one LimiterActor per provider
 key (ray_limiter.py). Workers read API keys from their own environment: secrets never travel.
 """
@@ -23,12 +23,12 @@ from ray.exceptions import RayActorError, RayTaskError, WorkerCrashedError
 from ...config import ModelSpec, env_int
 from ...errors import ConfigError, FairsweepError
 from ...providers.registry import make_provider
-from ..outcome import SessionCounts
+from ..run_outcome import SessionCounts
 from ..progress import ProgressReporter, progress_every_s
-from ..scheduler import OutputCheck, RetryPolicy
-from . import SweepJob
+from ..retry import OutputCheck, RetryPolicy
+from ..signals import cancel_on_sigterm
+from .job import SweepJob
 from .dispatch import ShardBook
-from .local import cancel_on_sigterm
 from .ray_limiter import ClusterLimiter, LimiterActor
 from .shards import Shard, run_shard
 

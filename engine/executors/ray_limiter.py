@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import AsyncIterator
 
 from ..limit_policy import DEFAULT_COOLDOWN_S, BreakerSettings, LimiterStats, LimitPolicy
-from ..limiter import Lease, ModelStopped
+from ..model_limiter import Lease, ModelStopped
 
 # Book at most this far ahead: a 429 seen by one worker reaches the others within it.
 HORIZON_S = 0.25
@@ -42,6 +42,7 @@ class Info:
     stopped: dict[str, str] = field(default_factory=dict)
     contended: bool = False  # some worker is waiting for a slot
     fair_share: int = 1
+    rate: float | None = None  # the key's pace in requests/s (declared or learned); None: unpaced
 
 
 @dataclass
@@ -134,7 +135,7 @@ class PermitBook:
     def info(self, waiting: int) -> Info:
         sharing = len([w for w, n in self.held.items() if n]) + waiting
         return Info(self.policy.cooldown_until, self.policy.paced, dict(self.policy.stopped), waiting > 0,
-                    max(1, math.ceil(self.capacity / max(1, sharing))))
+                    max(1, math.ceil(self.capacity / max(1, sharing))), self.policy.rate)
 
 
 class LimiterActor:
@@ -193,7 +194,8 @@ class LimiterActor:
 
 
 class ClusterLimiter:
-    """A worker's side of one key's LimiterActor; `for_model(name)` gives ProviderLimiter's interface."""
+    """A worker's side of one key's LimiterActor; `for_model(name)` gives that model's ModelLimiter
+    (engine/model_limiter.py), a ClusterModelLimiter."""
 
     def __init__(self, actor, worker_id: str, local_cap: int):
         self.stats = LimiterStats()
@@ -212,8 +214,8 @@ class ClusterLimiter:
         self._kicked: asyncio.Event | None = None
         self._trim: asyncio.TimerHandle | None = None
 
-    def for_model(self, model: str) -> "ModelLimiter":
-        return ModelLimiter(self, model)
+    def for_model(self, model: str) -> ClusterModelLimiter:
+        return ClusterModelLimiter(self, model)
 
     # -- the request path -------------------------------------------------------------------
 
@@ -290,7 +292,7 @@ class ClusterLimiter:
             if future.done():
                 continue
             if model in self._info.stopped:
-                future.set_exception(self._auth(model))
+                future.set_exception(self._stopped_error(model))
                 continue
             self._busy += 1
             future.set_result(None)
@@ -370,7 +372,7 @@ class ClusterLimiter:
                     if future.done():
                         continue
                     if model in info.stopped:
-                        future.set_exception(self._auth(model))
+                        future.set_exception(self._stopped_error(model))
                     elif at is None:
                         self._asks.append((model, tokens, future))
                     else:
@@ -394,7 +396,7 @@ class ClusterLimiter:
         self._info = info
         for model, future in self._slot_waiters:
             if model in info.stopped and not future.done():
-                future.set_exception(self._auth(model))
+                future.set_exception(self._stopped_error(model))
 
     def _fail_all(self, exc: BaseException) -> None:
         failure = exc if isinstance(exc, Exception) else RuntimeError("the key's limiter actor is gone")
@@ -412,16 +414,25 @@ class ClusterLimiter:
 
     def _check(self, model: str) -> None:
         if model in self._info.stopped:
-            raise self._auth(model)
+            raise self._stopped_error(model)
 
-    def _auth(self, model: str) -> ModelStopped:
+    def _stopped_error(self, model: str) -> ModelStopped:
+        """What a request of a stopped model gets (the stop may be auth, configuration or the breaker)."""
         return ModelStopped(self._info.stopped[model])
 
+    def stopped(self, model: str) -> str | None:
+        """Why the key's limits stopped the model, as of the last exchange with the actor."""
+        return self._info.stopped.get(model)
 
-class ModelLimiter:
-    """One model's view of a shared ClusterLimiter: the interface the scheduler uses (the same as the
-    local engine.limiter.ModelLimiter). Stops decided by the actor (breaker, configuration answers)
-    reach this worker with the next exchange, then every new slot is refused."""
+    @property
+    def pace(self) -> float | None:
+        return self._info.rate
+
+
+class ClusterModelLimiter:
+    """One model's view of a shared ClusterLimiter: a ModelLimiter (engine/model_limiter.py), as the local
+    LocalModelLimiter is. Stops decided by the actor (breaker, configuration answers) reach this worker
+    with the next exchange, then every new slot is refused."""
 
     def __init__(self, cluster: ClusterLimiter, model: str):
         self.cluster, self.model = cluster, model
@@ -432,7 +443,12 @@ class ModelLimiter:
 
     @property
     def stopped(self) -> str | None:
-        return self.cluster._info.stopped.get(self.model)
+        return self.cluster.stopped(self.model)
+
+    @property
+    def pace(self) -> float | None:
+        """The key's pace as of the last exchange with its actor."""
+        return self.cluster.pace
 
     def slot(self, estimated_tokens: int):
         return self.cluster.slot(self.model, estimated_tokens)

@@ -15,8 +15,9 @@ from typing import AsyncIterator
 from ...config import ModelSpec
 from ...records import AttemptRow, ResponseRow, WorkItem
 from ..attempts import AttemptRecorder
-from ..outcome import SendCounts
-from ..scheduler import ModelQueue, OutputCheck, RetryPolicy, Scheduler
+from ..run_outcome import SendCounts
+from ..retry import OutputCheck, RetryPolicy
+from ..scheduler import ModelQueue, Scheduler
 
 
 @dataclass(frozen=True)
@@ -40,14 +41,14 @@ class ShardEnd:
 
 @dataclass
 class ShardUpdate:
-    """Rows produced since the previous update, ready for BatchWriter.add."""
+    """Rows produced since the previous update, ready for RowWriter.add."""
 
     rows: list[AttemptRow | ResponseRow] = field(default_factory=list)
     end: ShardEnd | None = None
 
 
 class RowBuffer:
-    """Stands in for the BatchWriter on a worker: keeps rows until the next update."""
+    """Stands in for the RowWriter on a worker: keeps rows until the next update."""
 
     def __init__(self) -> None:
         self.rows: list[AttemptRow | ResponseRow] = []

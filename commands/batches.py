@@ -11,7 +11,7 @@ import argparse
 import shlex
 import sys
 
-EXIT_OK = 0
+from ..errors import EXIT_INTERRUPTED, EXIT_OK
 
 
 def register(subparsers, add_common_flags) -> None:
@@ -24,14 +24,14 @@ def register(subparsers, add_common_flags) -> None:
 
 
 def cmd_batches(args: argparse.Namespace, argv: list[str]) -> int:
-    from .cli import resolve_config
+    from ..config import resolve_config
 
     config = resolve_config(args)
     if args.action == "cancel":
         return cancel(config, "fairsweep " + shlex.join(argv))
     from .console import _out, batches_table
-    from .storage.batches import batch_rows, has_batches_table
-    from .storage.db import open_db
+    from ..storage.batches import batch_rows, has_batches_table
+    from ..storage.db import open_db
 
     conn = open_db(config.db, read_only=True)
     try:
@@ -44,9 +44,9 @@ def cmd_batches(args: argparse.Namespace, argv: list[str]) -> int:
 
 def cancel(config, command: str) -> int:
     """Cancel the run's live batches, wait for them to end, store what they answered."""
-    from .engine.batch import cancel_batches
+    from ..engine.batch import cancel_batches
 
     cancelled, interrupted = cancel_batches(config, command)
     print(f"{cancelled} batch(es) cancelled; their unanswered requests are pending: the run's command sends "
           f"them again", file=sys.stderr)
-    return 130 if interrupted else EXIT_OK
+    return EXIT_INTERRUPTED if interrupted else EXIT_OK

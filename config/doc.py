@@ -1,6 +1,6 @@
-"""The README's config reference, rendered from the schema in config.py (so the two cannot drift).
+"""The README's config reference, rendered from the schema in config/sweep.py (so the two cannot drift).
 
-`python -m fairsweep.config_doc README.md` rewrites the block between the markers; tests/test_config.py
+`python -m fairsweep.config.doc README.md` rewrites the block between the markers; tests/test_config.py
 fails when the README's block differs from `render()`.
 """
 
@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .config import ENV_KNOBS, ModelSpec, SweepConfig
-from .config_problems import expect_of, show
+from .sweep import ENV_KNOBS, ModelSpec, SweepConfig
+from .problems import expect_of, show
 
-BEGIN = "<!-- config-reference: generated from config.py by `python -m fairsweep.config_doc README.md` -->"
+BEGIN = "<!-- config-reference: generated from config/sweep.py by `python -m fairsweep.config.doc README.md` -->"
 END = "<!-- /config-reference -->"
 _TOML_DEFAULTS = {(ModelSpec, "name"): "the model id, `/` as `-`", (ModelSpec, "model"): "required"}
 

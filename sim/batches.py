@@ -20,9 +20,9 @@ from typing import Any
 
 from aiohttp import web
 
-from .sim_anthropic import Rejected, check_auth, check_params, message_payload
-from .sim_server import (DEFAULT_MODEL, _check_request, _completion_payload, _cut_to_max_tokens, _error_body,
-                         _messages_text, _Reject, estimate_tokens, prompt_fingerprint)
+from .anthropic import Rejected, check_auth, check_params, message_payload
+from .chat import RequestRejected, check_request, completion_payload, cut_to_max_tokens
+from .state import DEFAULT_MODEL, error_body, estimate_tokens, messages_text, prompt_fingerprint
 
 CANCEL_DELAY_S = 0.1
 
@@ -115,14 +115,14 @@ class BatchSim:
         try:
             if api == "openai":
                 if not isinstance(messages, list) or not messages:
-                    raise _Reject(400, "'messages' must be a non-empty list.", "invalid_request_error", None)
+                    raise RequestRejected(400, "'messages' must be a non-empty list.", "invalid_request_error", None)
                 model = body.get("model") or DEFAULT_MODEL
-                prompt_tokens = estimate_tokens(_messages_text(messages))
-                max_tokens = _check_request(state, body, model, prompt_tokens)
+                prompt_tokens = estimate_tokens(messages_text(messages))
+                max_tokens = check_request(state, body, model, prompt_tokens)
             else:
                 messages, model, prompt_tokens, max_tokens = check_params(state, body)
-        except _Reject as reject:
-            return {"status": reject.status, "error": _error_body(str(reject), reject.type, reject.code)}
+        except RequestRejected as reject:
+            return {"status": reject.status, "error": error_body(str(reject), reject.type, reject.code)}
         except Rejected as rejected:
             return {"status": rejected.status, "error": rejected.body()}
         counts = state.per_prompt.setdefault(prompt_fingerprint(messages), [0, 0, None])
@@ -130,15 +130,15 @@ class BatchSim:
         if self.error_rng.random() < state.config.batch_error:
             self.stats["errored"] += 1
             if api == "openai":
-                return {"status": 500, "error": _error_body("The server had an error.", "server_error", None)}
+                return {"status": 500, "error": error_body("The server had an error.", "server_error", None)}
             return {"status": 500, "error": Rejected(500, "api_error", "Internal server error").body()}
         counts[1] += 1
         counts[2] = time.time()
         state.ok += 1
         if api == "anthropic":
             return {"ok": message_payload(state, body, messages, model, prompt_tokens, max_tokens)}
-        text, finish = _cut_to_max_tokens(state.choose_answer(body, messages, prompt_fingerprint(messages)), max_tokens)
-        return {"ok": _completion_payload(state, model, text, finish, prompt_tokens)}
+        text, finish = cut_to_max_tokens(state.choose_answer(body, messages, prompt_fingerprint(messages)), max_tokens)
+        return {"ok": completion_payload(state, model, text, finish, prompt_tokens)}
 
 
 def _iso(ts: float | None) -> str | None:
@@ -150,7 +150,7 @@ def _iso(ts: float | None) -> str | None:
 def _openai_auth(sim: BatchSim, request: web.Request) -> web.Response | None:
     key = sim.state.config.api_key
     if key and request.headers.get("Authorization") != f"Bearer {key}":
-        return web.json_response(_error_body("Incorrect API key provided.", "invalid_request_error",
+        return web.json_response(error_body("Incorrect API key provided.", "invalid_request_error",
                                              "invalid_api_key"), status=401)
     return None
 
@@ -205,7 +205,7 @@ def add_openai_routes(app: web.Application, sim: BatchSim) -> None:
         form = await request.post()
         upload = form.get("file")
         if form.get("purpose") != "batch" or upload is None or not hasattr(upload, "file"):
-            return web.json_response(_error_body("purpose 'batch' and a file are required", "invalid_request_error",
+            return web.json_response(error_body("purpose 'batch' and a file are required", "invalid_request_error",
                                                  None), status=400)
         data = upload.file.read()
         file_id = f"file-{uuid.uuid4().hex[:24]}"
@@ -218,7 +218,7 @@ def add_openai_routes(app: web.Application, sim: BatchSim) -> None:
             return denied
         data = sim.files.get(request.match_info["file_id"])
         if data is None:
-            return web.json_response(_error_body("No such file", "invalid_request_error", None), status=404)
+            return web.json_response(error_body("No such file", "invalid_request_error", None), status=404)
         return web.Response(body=data, content_type="application/octet-stream")
 
     async def create(request: web.Request) -> web.Response:
@@ -227,7 +227,7 @@ def add_openai_routes(app: web.Application, sim: BatchSim) -> None:
         body = await request.json()
         data = sim.files.get(body.get("input_file_id", ""))
         if data is None or body.get("endpoint") != "/v1/chat/completions":
-            return web.json_response(_error_body("input_file_id and endpoint /v1/chat/completions are required",
+            return web.json_response(error_body("input_file_id and endpoint /v1/chat/completions are required",
                                                  "invalid_request_error", None), status=400)
         try:
             lines = [json.loads(line) for line in data.decode().splitlines() if line.strip()]
@@ -235,7 +235,7 @@ def add_openai_routes(app: web.Application, sim: BatchSim) -> None:
         except (ValueError, KeyError, TypeError):
             requests, lines = [], [None]
         if len(requests) != len(lines) or len({c for c, _ in requests}) != len(requests) or not requests:
-            return web.json_response(_error_body("the input file is not a valid batch file", "invalid_request_error",
+            return web.json_response(error_body("the input file is not a valid batch file", "invalid_request_error",
                                                  None), status=400)
         batch = sim.create("openai", requests, metadata=body.get("metadata") or {},
                            input_file_id=body["input_file_id"])
@@ -246,7 +246,7 @@ def add_openai_routes(app: web.Application, sim: BatchSim) -> None:
             return denied
         batch = sim.batches.get(request.match_info["batch_id"])
         if batch is None or batch.api != "openai":
-            return web.json_response(_error_body("No such batch", "invalid_request_error", None), status=404)
+            return web.json_response(error_body("No such batch", "invalid_request_error", None), status=404)
         if request.path.endswith("/cancel"):
             batch.cancel_at = batch.cancel_at or time.time()
         return web.json_response(_openai_object(sim, batch))

@@ -11,11 +11,11 @@ from typing import Annotated, Literal, Union
 import annotated_types as at
 from pydantic import AllowInfNan, JsonValue, Strict
 
-from .benchmarks.registry import BENCHMARKS
+from ..benchmarks.registry import BENCHMARKS
 
 
 class Expect(str):
-    """What a field expects, in words (pydantic ignores it; config_problems and config_doc read it)."""
+    """What a field expects, in words (pydantic ignores it; problems.py and doc.py read it)."""
 
 
 def integer(expect: str, **bounds: int) -> object:

@@ -2,7 +2,7 @@
 
 `ModelSpec` and `SweepConfig` are the schema: each field is one line (type, default, what it does), and
 pydantic validates every instance (so `dataclasses.replace` re-validates too). The README's config
-reference is rendered from these lines (config_doc.py); config_problems.py words the errors.
+reference is rendered from these lines (doc.py); problems.py words the errors.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from typing import Any
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic.dataclasses import dataclass
 
-from .config_problems import UNNAMED, Problem, cross_problems, raise_problems, validation_problems
-from .config_types import (LOCAL_MODEL, BenchmarkName, Benchmarks, EnvName, Executor, Flag, Params, Protocol, Url,
+from .problems import UNNAMED, Problem, cross_problems, raise_problems, validation_problems
+from .types import (LOCAL_MODEL, BenchmarkName, Benchmarks, EnvName, Executor, Flag, Params, Protocol, Url,
                            integer, number, optional, tables, text)
-from .benchmarks.registry import identity_fields
-from .errors import ConfigError
+from ..benchmarks.registry import identity_fields
+from ..errors import ConfigError
 
 KNOWN_BENCHMARKS = typing.get_args(BenchmarkName)
 

@@ -1,4 +1,5 @@
-"""What a session did, per model: the counts an executor returns and the outcome the runner reports."""
+"""What a run came to: the counts an executor returns per model (SendCounts, SessionCounts), and the
+outcome the runner reports (ModelOutcome, RunOutcome). The stored outcome of one attempt is records.Outcome."""
 
 from __future__ import annotations
 
@@ -15,11 +16,17 @@ class SendCounts:
     not_sent: int = 0      # never sent, or set aside (a stopped model, a configuration answer)
     retries: int = 0
     rate_limited: int = 0
-    stopped: str | None = None
+    stopped: str | None = None  # why the model sends no more in this session: set through stop()
     last_errors: dict[str, str] = field(default_factory=dict)
 
     def error(self, error_class: str, message: str) -> None:
         self.last_errors[error_class] = message
+
+    def stop(self, reason: str | None) -> None:
+        """The one record of "this model has stopped" in a session, whoever decided it (the key's limits,
+        the send gate, a batch refused): the first reason stays."""
+        if reason and self.stopped is None:
+            self.stopped = reason
 
 
 def merged(a: SendCounts | None, b: SendCounts) -> SendCounts:
@@ -81,6 +88,7 @@ class RunOutcome:
     interrupted: bool = False
     warnings: list[str] = field(default_factory=list)
     batches_in_flight: int = 0  # provider batches left running (Ctrl-C): the same command collects them
+    stage_of: str | None = None  # the run this is a later stage of (GAMA's judges); None: the run itself
 
     @property
     def complete(self) -> bool:

@@ -1,5 +1,5 @@
 """The simulated server's Anthropic Messages API: POST /v1/messages on the same app, limits, faults,
-answers and statistics as the OpenAI-compatible route (providers/sim_server.py).
+answers and statistics as the OpenAI-compatible route (sim/server.py).
 
 What it checks and answers as Anthropic does: the `x-api-key` and `anthropic-version` headers, a body
 with model, max_tokens and messages (content as a string or text blocks, `system` apart), a message with
@@ -18,8 +18,8 @@ from typing import Any
 
 from aiohttp import web
 
-from .sim_server import (DEFAULT_MODEL, _abort_connection, _content_text, _cut_to_max_tokens, counted,
-                         estimate_tokens, prompt_fingerprint)
+from .chat import counted, cut_to_max_tokens, transport_fault
+from .state import DEFAULT_MODEL, content_text, estimate_tokens, prompt_fingerprint
 
 ANTHROPIC_VERSION_HEADER = "anthropic-version"
 _FAULT_ERRORS = {"500": (500, "api_error", "Internal server error"),
@@ -50,7 +50,7 @@ def openai_messages(body: dict) -> list[dict]:
         messages.append({"role": "system", "content": system if isinstance(system, str) else "\n".join(
             b.get("text", "") for b in system if isinstance(b, dict))})
     for message in body["messages"]:
-        messages.append({"role": message.get("role"), "content": _content_text(message.get("content"))})
+        messages.append({"role": message.get("role"), "content": content_text(message.get("content"))})
     return messages
 
 
@@ -80,7 +80,7 @@ def message_payload(state, params: dict, messages: list[dict], model: str, promp
                     max_tokens: int) -> dict:
     """The Message answering one request (the same answer the OpenAI route gives the same prompt)."""
     answer = state.choose_answer(params, messages, prompt_fingerprint(messages))
-    text, finish = _cut_to_max_tokens(answer, max_tokens)
+    text, finish = cut_to_max_tokens(answer, max_tokens)
     return {"id": f"msg_sim{state.counter:08x}", "type": "message", "role": "assistant",
             "model": state.config.model_version or model, "content": [{"type": "text", "text": text}],
             "stop_reason": "end_turn" if finish == "stop" else "max_tokens", "stop_sequence": None,
@@ -144,14 +144,8 @@ async def _answer(request: web.Request, state, fault: str | None, headers: dict 
     if fault in _FAULT_ERRORS:
         status, type_, message = _FAULT_ERRORS[fault]
         return Rejected(status, type_, message).response(headers)
-    if fault == "reset":
-        _abort_connection(request)
-        return web.Response(status=500)
-    if fault == "malformed":
-        return web.Response(body=b"<html><body><h1>502 Bad Gateway</h1></body></html>",
-                            content_type="application/json", headers=headers)
-    if fault == "hang":
-        await asyncio.sleep(state.config.hang_s)
+    if (faulty := await transport_fault(request, state, fault, headers)) is not None:
+        return faulty
     payload = message_payload(state, *job)
     if fault == "truncated":
         raw = json.dumps(payload).encode()

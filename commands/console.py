@@ -10,10 +10,10 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
-from .engine.runner import RunOutcome
-from .storage.batches import batch_rows, has_batches_table
-from .storage.db import open_db
-from .storage.readonly import open_readonly, run_readonly
+from ..engine.runner import RunOutcome
+from ..storage.batches import batch_rows, has_batches_table
+from ..storage.db import open_db, open_readonly
+from ..storage.readonly import run_readonly
 
 # Wide when piped: tables are for reading, not for an 80-column default.
 _out = Console(width=None if sys.stdout.isatty() else 200)
@@ -33,7 +33,7 @@ def print_run_summary(outcome: RunOutcome, command: str) -> None:
     for line, style in summary_lines(outcome):
         _err.print(f"[{style}]{line}[/{style}]" if style else line, soft_wrap=True)  # one line each, never wrapped
     if outcome.batches_in_flight:
-        run = outcome.run.removesuffix(" (judges)")
+        run = outcome.stage_of or outcome.run
         _err.print(f"[yellow]{outcome.batches_in_flight} provider batch(es) still running: they keep going (and are "
                    f"paid for). The command below collects their answers; to cancel them instead:[/yellow]",
                    soft_wrap=True)

@@ -1,6 +1,12 @@
-"""`fairsweep gama compile | scenarios | import | check`: the scenario set and its mirrored prompts.
+"""`fairsweep gama ...`: every GAMA-Bench verb, in one place.
 
-Heavy imports (numpy via similarity) happen inside the handlers: registering the verbs stays cheap.
+  compile | scenarios | import | check         the scenario set and its mirrored prompts
+  build | import-screening | review           constructing and reviewing a scenario set (engine runs)
+  judge | validation export | validation import   judging a run's answers, human validation (gama_eval.py)
+
+The old top-level names `gama-judge` and `gama-validation` still work (ALIASES: cli.py rewrites them and
+says the new form). Heavy imports (numpy via similarity) happen inside the handlers: registering the verbs
+stays cheap.
 """
 
 from __future__ import annotations
@@ -8,11 +14,16 @@ from __future__ import annotations
 import argparse
 import importlib
 
-EXIT_OK, EXIT_FAILED = 0, 1
+from ..errors import EXIT_CHECK_FAILED, EXIT_OK
+from .gama_eval import add_eval_verbs
+
+# old verb -> the words that replace it
+ALIASES = {"gama-judge": ("gama", "judge"), "gama-validation": ("gama", "validation")}
 
 
 def register(subparsers, add_common_flags) -> None:
-    gama = subparsers.add_parser("gama", help="GAMA-Bench scenarios: compile prompts, export, import, check")
+    gama = subparsers.add_parser("gama", help="GAMA-Bench: scenarios (compile, export, import, check, build, "
+                                              "review), the judge stage, human validation")
     verbs = gama.add_subparsers(dest="gama_command", required=True)
 
     def verb(name: str, help_text: str, handler) -> argparse.ArgumentParser:
@@ -37,6 +48,7 @@ def register(subparsers, add_common_flags) -> None:
     p.add_argument("--scenarios", help=scenarios_help)
     add_build_verbs(verb)
     add_review_verb(verb)
+    add_eval_verbs(verbs, add_common_flags)
 
 
 def lazy(target: str):
@@ -48,7 +60,7 @@ def lazy(target: str):
 
 
 def add_build_verbs(verb) -> None:
-    """`gama build` and `gama import-screening` (verb = gama cli's helper: name, help, handler -> parser)."""
+    """`gama build` and `gama import-screening` (verb = register's helper: name, help, handler -> parser)."""
     p = verb("build", "construction pipeline: seeds -> generate -> cross-model review -> rewrite -> "
                       "near-duplicate removal -> screening export -> scenarios.jsonl (resumable)",
              lazy("fairsweep.benchmarks.gama.build:cmd_build"))
@@ -68,7 +80,7 @@ def add_build_verbs(verb) -> None:
 
 
 def add_review_verb(verb) -> None:
-    """`gama review` (verb = gama cli's helper: name, help, handler -> parser)."""
+    """`gama review` (verb = register's helper: name, help, handler -> parser)."""
     p = verb("review", "review every scenario (realism, neutrality, severity and style fit, plausibility) with "
                        "the configured model(s) as engine runs (resumable); write the set with review and "
                        "plausibility filled in", lazy("fairsweep.benchmarks.gama.review_run:cmd_review"))
@@ -84,14 +96,14 @@ def _scenario_source(args: argparse.Namespace) -> str | None:
     if args.scenarios:
         return args.scenarios
     if args.config:
-        from ...config import load_config
+        from ..config import load_config
         return load_config(args.config).gama_scenarios
     return None
 
 
 def cmd_compile(args: argparse.Namespace, argv: list[str]) -> int:
-    from .compile import compile_all, write_prompts_jsonl
-    from .schema import load_scenarios, runnable
+    from ..benchmarks.gama.compile import compile_all, write_prompts_jsonl
+    from ..benchmarks.gama.schema import load_scenarios, runnable
 
     scenarios = load_scenarios(_scenario_source(args))
     kept = runnable(scenarios)
@@ -102,7 +114,7 @@ def cmd_compile(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 def cmd_scenarios(args: argparse.Namespace, argv: list[str]) -> int:
-    from .schema import load_scenarios, write_scenarios_jsonl
+    from ..benchmarks.gama.schema import load_scenarios, write_scenarios_jsonl
 
     scenarios = load_scenarios(_scenario_source(args))
     out = write_scenarios_jsonl(scenarios, args.out)
@@ -112,7 +124,7 @@ def cmd_scenarios(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 def cmd_import(args: argparse.Namespace, argv: list[str]) -> int:
-    from .schema import cells, load_scenarios, write_scenarios_jsonl
+    from ..benchmarks.gama.schema import cells, load_scenarios, write_scenarios_jsonl
 
     scenarios = load_scenarios(args.file)  # DataError (exit 2) names file, line and field
     covered = len({s.cell for s in scenarios})
@@ -123,11 +135,11 @@ def cmd_import(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 def cmd_check(args: argparse.Namespace, argv: list[str]) -> int:
-    from .checks import run_checks
-    from .schema import load_scenarios
+    from ..benchmarks.gama.checks import run_checks
+    from ..benchmarks.gama.schema import load_scenarios
 
     source = _scenario_source(args)
     scenarios = load_scenarios(source)
     failed = run_checks(scenarios, bundled=source is None)
     print(f"\n{len(scenarios)} scenarios: " + ("all checks passed" if not failed else "FAILED: " + ", ".join(failed)))
-    return EXIT_FAILED if failed else EXIT_OK
+    return EXIT_CHECK_FAILED if failed else EXIT_OK

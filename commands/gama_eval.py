@@ -1,10 +1,8 @@
-"""CLI verbs of the GAMA-Bench evaluation (listed in cli.PLUGIN_COMMANDS):
+"""The GAMA-Bench evaluation verbs, under `fairsweep gama` (commands/gama.py adds them):
 
-  fairsweep gama-judge [--judge SPEC ...]        judge a finished run's stored responses (add judges later)
-  fairsweep gama-validation export --out CSV     blinded A/B pairs for annotators (+ a separate key file)
-  fairsweep gama-validation import --key KEY CSV...   labels in: Fleiss' kappa, judge-vs-majority agreement
-
-(`fairsweep gama` belongs to the scenario tooling; these verbs live beside it.)
+  fairsweep gama judge [--judge SPEC ...]              judge a finished run's stored responses (add judges later)
+  fairsweep gama validation export --out CSV           blinded A/B pairs for annotators (+ a separate key file)
+  fairsweep gama validation import --key KEY CSV...    labels in: Fleiss' kappa, judge-vs-majority agreement
 """
 
 from __future__ import annotations
@@ -13,9 +11,12 @@ import argparse
 import shlex
 from pathlib import Path
 
+from ..errors import EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_OK, ConfigError
 
-def register(subparsers, add_common_flags) -> None:
-    judge = subparsers.add_parser("gama-judge", help="GAMA-Bench: run the judge stage over a run's stored responses")
+
+def add_eval_verbs(verbs, add_common_flags) -> None:
+    """`judge` and `validation export|import` on the `gama` verb's subparsers."""
+    judge = verbs.add_parser("judge", help="run the judge stage over a run's stored responses")
     add_common_flags(judge)
     judge.add_argument("--judge", action="append", help="judge model (repeatable; replaces [[judges]]), e.g. "
                        "openai/gpt-4o-mini or NAME=MODEL@API_BASE")
@@ -24,9 +25,9 @@ def register(subparsers, add_common_flags) -> None:
     judge.add_argument("--batch", action="store_true", help="send the judges through their provider's batch API")
     judge.set_defaults(handler=cmd_judge)
 
-    validation = subparsers.add_parser("gama-validation", help="GAMA-Bench human validation: export / import")
-    verbs = validation.add_subparsers(dest="validation_command", required=True)
-    export = verbs.add_parser("export", help="write blinded A/B response pairs as CSV, and a separate key file")
+    validation = verbs.add_parser("validation", help="human validation: export pairs, import labels")
+    steps = validation.add_subparsers(dest="validation_command", required=True)
+    export = steps.add_parser("export", help="write blinded A/B response pairs as CSV, and a separate key file")
     add_common_flags(export)
     export.add_argument("--out", required=True, help="CSV for the annotators")
     export.add_argument("--key", help="key file (default: OUT with .key.csv); keep it away from annotators")
@@ -35,7 +36,7 @@ def register(subparsers, add_common_flags) -> None:
     export.add_argument("--target-model", action="append", help="only this target model (repeatable)")
     export.add_argument("--no-mask", action="store_true", help="keep gendered words (not blind!)")
     export.set_defaults(handler=cmd_export)
-    imp = verbs.add_parser("import", help="read A/B/Tie labels; report Fleiss' kappa and judge-vs-majority")
+    imp = steps.add_parser("import", help="read A/B/Tie labels; report Fleiss' kappa and judge-vs-majority")
     add_common_flags(imp)
     imp.add_argument("labels", nargs="+", help="annotated CSV files (annotator = 'annotator' column or file name)")
     imp.add_argument("--key", required=True, help="the key file written by export")
@@ -43,11 +44,10 @@ def register(subparsers, add_common_flags) -> None:
 
 
 def cmd_judge(args: argparse.Namespace, argv: list[str]) -> int:
-    from ...config import model_from_flag, resolve_config, with_batch, with_overrides
-    from ...console import print_run_summary
-    from ...errors import EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_OK, ConfigError
-    from ..pipeline import score_benchmarks
-    from .judge import stage
+    from ..benchmarks.gama.judge import stage
+    from ..benchmarks.pipeline import score_benchmarks
+    from ..config import model_from_flag, resolve_config, with_batch, with_overrides
+    from .console import print_run_summary
 
     config = resolve_config(args)
     if args.judge:
@@ -66,10 +66,9 @@ def cmd_judge(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 def cmd_export(args: argparse.Namespace, argv: list[str]) -> int:
-    from ...config import resolve_config
-    from ...errors import EXIT_OK
-    from ...storage.db import open_db
-    from .validation import export_pairs
+    from ..benchmarks.gama.validation import export_pairs
+    from ..config import resolve_config
+    from ..storage.db import open_db
 
     config = resolve_config(args)
     out = Path(args.out)
@@ -85,10 +84,9 @@ def cmd_export(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 def cmd_import(args: argparse.Namespace, argv: list[str]) -> int:
-    from ...config import resolve_config
-    from ...errors import EXIT_OK
-    from ...storage.db import open_db
-    from .validation import import_labels
+    from ..benchmarks.gama.validation import import_labels
+    from ..config import resolve_config
+    from ..storage.db import open_db
 
     config = resolve_config(args)
     conn = open_db(config.db)
@@ -104,7 +102,7 @@ def print_validation(result) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from .validation import DIMENSIONS
+    from ..benchmarks.gama.validation import DIMENSIONS
 
     def fmt(value, pct=False):
         return "—" if value is None else (f"{100 * value:.1f}%" if pct else f"{value:.3f}")

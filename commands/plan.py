@@ -7,14 +7,15 @@ import os
 from rich.console import Console
 from rich.table import Table
 
-from .config import SweepConfig
-from .engine.estimate import ModelPlan, estimate_model, total_seconds
-from .engine.runner import plan_work
-from .engine.work import Prompt
-from .storage.batches import live_request_ids
-from .storage.cache import cache_sources
-from .storage.checkpoint import remaining
-from .storage.db import open_db
+from ..benchmarks.registry import STAGES
+from ..config import SweepConfig
+from ..engine.estimate import ModelPlan, estimate_model, total_seconds
+from ..engine.runner import plan_work
+from ..records import Prompt
+from ..storage.batches import live_request_ids
+from ..storage.cache import cache_sources
+from ..storage.checkpoint import remaining
+from ..storage.db import open_db
 
 # Judge prompts wrap a target prompt and its answer in instructions of about this many tokens.
 JUDGE_TEMPLATE_TOKENS = 450
@@ -37,13 +38,13 @@ def build_plan(config: SweepConfig, prompts: list[Prompt]) -> list[ModelPlan]:
             plan.in_batch = len(todo) - len(to_send) - len(cached)
             plan.planned += plan.in_batch
             plans.append(plan)
-        judged = [p for p in prompts if p.benchmark == "gama"]
+        judged = {p.benchmark for p in prompts if p.benchmark in STAGES}  # [[judges]] run in the later stage
         for judge in config.judges if judged else ():
-            targets = [i for spec in config.models for i in planned[spec.name] if i.prompt.benchmark == "gama"]
+            targets = [i for spec in config.models for i in planned[spec.name] if i.prompt.benchmark in judged]
             output, latency = _observed(conn, judge.name)
             extra = JUDGE_TEMPLATE_TOKENS + max(s.max_tokens for s in config.models)
             plan = estimate_model(judge, targets, 0, 0, output, latency, extra_input_tokens=extra)
-            plan.name = f"{judge.name} (judge)"
+            plan.name, plan.judge = f"{judge.name} (judge)", True
             plans.append(plan)
         return plans
     finally:
@@ -92,7 +93,7 @@ def _batch_cost(plan: ModelPlan) -> str:
 
 def stage_seconds(plans: list[ModelPlan]) -> float:
     """Targets run at once; a judge stage starts when they are done."""
-    judges = [p for p in plans if p.name.endswith("(judge)")]
+    judges = [p for p in plans if p.judge]
     targets = [p for p in plans if p not in judges]
     return total_seconds(targets) + total_seconds(judges)
 

@@ -16,11 +16,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .config_types import LOCAL_MODEL, Expect
-from .errors import ConfigError, redact
+from .types import LOCAL_MODEL, Expect
+from ..errors import ConfigError, redact
 
 NESTED = ("models", "judges")  # arrays of tables whose entries are model settings
-UNNAMED = "?"  # the name config.py gives a table without a usable model id (that error is reported instead)
+UNNAMED = "?"  # the name sweep.py gives a table without a usable model id (that error is reported instead)
 
 
 @dataclass(frozen=True)

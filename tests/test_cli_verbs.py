@@ -1,0 +1,82 @@
+"""One way to register a verb: every parser a verb module adds has a handler; old verb names are rewritten
+to their new form (and say so); commands return exit codes by name, from fairsweep.errors only."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib
+from pathlib import Path
+
+import pytest
+
+from fairsweep import cli
+from fairsweep.commands import VERB_MODULES, gama_eval
+
+PACKAGE = Path(cli.__file__).resolve().parent
+
+
+def leaf_parsers(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
+    """(verb words, parser) of every parser that has no sub-verbs of its own."""
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        yield path, parser
+        return
+    for name, child in subs[0].choices.items():
+        yield from leaf_parsers(child, (*path, name))
+
+
+def test_every_verb_has_a_handler_and_every_module_registers_one():
+    leaves = dict(leaf_parsers(cli.build_parser()))
+    assert {"run", "plan", "score", "status", "query", "export", "report", "data", "batches", "sim-server"} <= \
+        {words[0] for words in leaves}
+    assert {("gama", "judge"), ("gama", "validation", "export"), ("gama", "validation", "import"),
+            ("gama", "check"), ("gama", "build")} <= set(leaves)
+    for words, parser in leaves.items():
+        assert callable(parser.get_default("handler")), words
+    for name in VERB_MODULES:
+        assert callable(importlib.import_module(name).register), name
+
+
+@pytest.mark.parametrize("old, new, handler", [
+    (["gama-judge", "--config", "c.toml"], ["gama", "judge", "--config", "c.toml"], gama_eval.cmd_judge),
+    (["gama-validation", "export", "--out", "x.csv"], ["gama", "validation", "export", "--out", "x.csv"],
+     gama_eval.cmd_export),
+])
+def test_an_old_gama_verb_is_an_alias_that_prints_the_new_form(old, new, handler, capsys):
+    assert cli.new_form(old) == new
+    assert f"`{old[0]}` is now `fairsweep {' '.join(new[:len(new) - len(old) + 1])}`" in capsys.readouterr().err
+    assert cli.build_parser().parse_args(new).handler is handler
+    assert cli.new_form(["run", "--limit", "3"]) == ["run", "--limit", "3"]
+
+
+def test_an_alias_runs_the_verb(tmp_path, capsys):
+    code = cli.main(["gama-validation", "export", "--config", str(tmp_path / "missing.toml"), "--out", "x.csv"])
+    err = capsys.readouterr().err
+    assert code == 2 and "is now `fairsweep gama validation`" in err and "missing.toml" in err
+
+
+def test_unknown_flags_are_refused_but_the_simulator_gets_its_own(capsys):
+    with pytest.raises(SystemExit) as refused:
+        cli.main(["status", "--no-such-flag"])
+    assert refused.value.code == 2 and "unrecognized arguments: --no-such-flag" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as shown:
+        cli.main(["sim-server", "--help"])
+    assert shown.value.code == 0 and "fairsweep sim-server" in capsys.readouterr().out
+
+
+def test_exit_codes_come_only_from_errors():
+    """No `EXIT_... =` outside errors.py, and no handler returns a bare number."""
+    bad = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.relative_to(PACKAGE).parts[0] in ("tests", "bench") or path.name == "errors.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets = [n for t in getattr(node, "targets", ()) for n in ast.walk(t) if isinstance(n, ast.Name)]
+            if isinstance(node, ast.Assign) and any(n.id.startswith("EXIT_") for n in targets):
+                bad.append(f"{path.relative_to(PACKAGE)}:{node.lineno} defines an exit code")
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("cmd_"):
+                for ret in ast.walk(node):
+                    if isinstance(ret, ast.Return) and isinstance(ret.value, ast.Constant):
+                        bad.append(f"{path.relative_to(PACKAGE)}:{ret.lineno} returns {ret.value.value!r}")
+    assert not bad, "\n".join(bad)

@@ -48,7 +48,8 @@ def cmd_view(args: argparse.Namespace, argv: list[str]) -> int:
         print("(read-only; Ctrl-C stops it)", file=sys.stderr, flush=True)
 
     try:
-        asyncio.run(serve(str(config.db), sock, token, check_host=is_loopback(args.host), announce=announce))
+        asyncio.run(serve(str(config.db), sock, token, check_host=is_loopback(args.host), announce=announce,
+                          run=config.run if (args.run or args.config) else None))
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     return EXIT_OK

@@ -14,7 +14,7 @@ import time
 
 from ..storage.batches import batch_rows, has_batches_table
 from ..storage.live import live_state
-from ..storage.readonly import open_readonly
+from ..storage.db import open_db
 
 MAX_POINTS = 90  # chart buckets per run: wide buckets for a long run, 2 s ones for a short one
 MIN_BUCKET_S = 2
@@ -38,7 +38,7 @@ _CONFIG_SQL = "SELECT run, config FROM runs WHERE list_contains($runs, run)"
 
 def run_names(db: str) -> list[dict]:
     """Every run in the DB, newest first, with when it was created and last resumed."""
-    conn = open_readonly(db)
+    conn = open_db(db, read_only=True)
     try:
         rows = conn.execute("SELECT run, created_at, updated_at FROM runs ORDER BY updated_at DESC, run").fetchall()
         return [{"run": r, "created_at": str(c), "updated_at": str(u), "live": bool(getattr(conn, "live", False))}
@@ -50,7 +50,7 @@ def run_names(db: str) -> list[dict]:
 def snapshot(db: str, runs: list[str]) -> dict:
     """Everything the live panel shows for `runs`, read once."""
     state = live_state(db)
-    conn = open_readonly(db)
+    conn = open_db(db, read_only=True)
     try:
         params = {"runs": runs}
         status = _dicts(conn.execute(_STATUS_SQL, params))

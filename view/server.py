@@ -12,6 +12,7 @@ import math
 import os
 import socket
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from importlib import resources
 from aiohttp import web
@@ -23,6 +24,11 @@ from .security import guard
 
 STATIC = {"/": ("page.html", "text/html"), "/app.js": ("app.js", "text/javascript"),
           "/style.css": ("style.css", "text/css")}
+
+
+READER = web.AppKey("reader", "Reader")
+FIRST_RUN = web.AppKey("first_run", object)
+READS = web.AppKey("reads", ThreadPoolExecutor)
 
 
 class ViewError(ConfigError):
@@ -57,10 +63,14 @@ class Reader:
         return value
 
 
-def build_app(db: str, token: str, port: int, *, check_host: bool = True) -> web.Application:
+def build_app(db: str, token: str, port: int, *, check_host: bool = True, run: str | None = None) -> web.Application:
+    """`run`: the run the page selects first (else the newest few that are not judge stages)."""
     app = web.Application(middlewares=[guard(token, port, check_host)])
     reader = Reader(db)
-    app["reader"] = reader
+    app[READER], app[FIRST_RUN] = reader, run
+    # One read at a time: DuckDB shares one instance per file within a process, and a page's polls are few.
+    app[READS] = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fairsweep-view-read")
+    app.on_cleanup.append(_stop_reads)
     for path in STATIC:
         app.router.add_get(path, _static)
     app.router.add_get("/api/runs", _runs)
@@ -70,6 +80,10 @@ def build_app(db: str, token: str, port: int, *, check_host: bool = True) -> web
     return app
 
 
+async def _stop_reads(app: web.Application) -> None:
+    app[READS].shutdown(wait=False, cancel_futures=True)
+
+
 async def _static(request: web.Request) -> web.Response:
     name, kind = STATIC[request.path]
     body = resources.files("fairsweep.view").joinpath("static", name).read_bytes()
@@ -77,8 +91,8 @@ async def _static(request: web.Request) -> web.Response:
 
 
 async def _in_thread(request: web.Request, key: tuple, fn):
-    reader: Reader = request.app["reader"]
-    return await asyncio.get_running_loop().run_in_executor(None, reader.read, key, fn)
+    reader: Reader = request.app[READER]
+    return await asyncio.get_running_loop().run_in_executor(request.app[READS], reader.read, key, fn)
 
 
 def _selected(request: web.Request) -> list[str]:
@@ -93,22 +107,23 @@ async def _json(request: web.Request, key: tuple, fn) -> web.Response:
 
 
 async def _runs(request: web.Request) -> web.Response:
-    db = request.app["reader"].db
-    return await _json(request, ("runs",), lambda: {"db": db, "runs": live_data.run_names(db)})
+    db = request.app[READER].db
+    first = request.app[FIRST_RUN]
+    return await _json(request, ("runs",), lambda: {"db": db, "runs": live_data.run_names(db), "first": first})
 
 
 async def _live(request: web.Request) -> web.Response:
-    db, runs = request.app["reader"].db, _selected(request)
+    db, runs = request.app[READER].db, _selected(request)
     return await _json(request, ("live", *runs), partial(live_data.snapshot, db, runs))
 
 
 async def _results(request: web.Request) -> web.Response:
-    db, runs = request.app["reader"].db, _selected(request)
+    db, runs = request.app[READER].db, _selected(request)
     return await _json(request, ("results", *runs), lambda: {"sections": results.sections(db, runs)})
 
 
 async def _csv(request: web.Request) -> web.Response:
-    db, runs = request.app["reader"].db, _selected(request)
+    db, runs = request.app[READER].db, _selected(request)
     bench, name = request.query.get("bench", ""), request.query.get("table", "")
     try:
         text = await _in_thread(request, ("csv", bench, name, *runs), partial(results.table_csv, bench, name, db, runs))
@@ -153,10 +168,11 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-async def serve(db: str, sock: socket.socket, token: str, *, check_host: bool, announce) -> None:
+async def serve(db: str, sock: socket.socket, token: str, *, check_host: bool, announce,
+                run: str | None = None) -> None:
     """Serve on `sock` until cancelled; `announce()` once listening (prints the URL)."""
     port = sock.getsockname()[1]
-    runner = web.AppRunner(build_app(db, token, port, check_host=check_host), access_log=None)
+    runner = web.AppRunner(build_app(db, token, port, check_host=check_host, run=run), access_log=None)
     await runner.setup()
     try:
         await web.SockSite(runner, sock).start()

@@ -12,7 +12,7 @@ function el(tag, attrs, ...children) {
     if (v === null || v === undefined || v === false) continue;
     if (k === "class") node.className = v; else node.setAttribute(k, v === true ? "" : String(v));
   }
-  for (const child of children.flat()) {
+  for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined) continue;
     node.append(child instanceof Node ? child : document.createTextNode(String(child)));
   }
@@ -56,8 +56,12 @@ async function loadRuns() {
   document.getElementById("db").textContent = data.db;
   const names = data.runs.map(r => r.run);
   const known = new Set(state.runs.map(r => r.run));
-  if (state.selected === null) state.selected = new Set(names.slice(0, 4));
-  for (const name of names) if (!known.has(name) && state.runs.length) state.selected.add(name);  // a new run
+  if (state.selected === null) {  // the run asked for, else the newest few that are not judge stages
+    const main = names.filter(n => !n.includes("/judge/"));
+    state.selected = new Set(data.first && names.includes(data.first) ? [data.first] : (main.length ? main : names).slice(0, 4));
+  }
+  for (const name of names)  // a run started while the page is open
+    if (!known.has(name) && state.runs.length && !name.includes("/judge/")) state.selected.add(name);
   const changed = names.join("\n") !== state.runs.map(r => r.run).join("\n");
   state.runs = data.runs;
   if (changed) drawRunPicker();
@@ -107,7 +111,7 @@ function pace(m) {
 function meanRate(m, history) {
   if (!history || !history.series[m.model]) return null;
   const span = history.t1 - history.t0;
-  return span > 0 ? m.done / span : null;
+  return span >= 1 ? m.done / span : null;  // a sub-second burst has no meaningful rate
 }
 
 function modelCard(m, run, color) {
@@ -167,7 +171,7 @@ function chart(run, colors) {
   }
   for (let i = 0; i <= 4; i++) {
     const v = xmax * i / 4, t = svg("text", {x: x(v), y: H - 10, "text-anchor": "middle"});
-    t.textContent = fmt.eta(v); box.append(t);
+    t.textContent = xmax < 120 ? `${v.toFixed(v < 10 ? 1 : 0)} s` : fmt.eta(v); box.append(t);
   }
   box.append(svg("line", {x1: L, x2: L, y1: T, y2: H - B, class: "axis"}),
              svg("line", {x1: L, x2: W - R, y1: H - B, y2: H - B, class: "axis"}));
@@ -179,6 +183,8 @@ function chart(run, colors) {
     path.dataset.model = model;
     path.append(Object.assign(svg("title", {}), {textContent: model}));
     box.append(path);
+    if (pts.length < 40) for (const p of pts)  // a dot per bucket, so that a one-bucket series shows
+      box.append(svg("circle", {cx: x(p[0]).toFixed(1), cy: y(p[1]).toFixed(1), r: 3, class: `dot ${colors.get(model)}`}));
   }
   box.dataset.points = String(points);
   return box;
@@ -198,10 +204,11 @@ function drawLive(data) {
       el("h2", {}, `run ${run.run}`, run.live ? " · running" : ""),
       el("p", {class: "muted"}, `spent ${fmt.usd(run.spent)}${runCap}`,
          run.batches.length ? ` · ${run.batches.length} batch(es) in flight` : ""),
-      chart(run, colors),
-      el("ul", {class: "legend"}, run.models.map(m => el("li", {}, el("i", {class: colors.get(m.model)}), m.model))),
-      el("p", {class: "muted"}, "answers stored per second since the run's first answer (from the DB's timestamps)"),
-      el("div", {class: "cards"}, run.models.map(m => modelCard(m, run, colors.get(m.model)))));
+      el("div", {class: "run-body"},
+        el("figure", {class: "rates"}, chart(run, colors),
+          el("ul", {class: "legend"}, run.models.map(m => el("li", {}, el("i", {class: colors.get(m.model)}), m.model))),
+          el("figcaption", {class: "muted"}, "answers stored per second since the run's first answer (from the DB's timestamps)")),
+        el("div", {class: "cards"}, run.models.map(m => modelCard(m, run, colors.get(m.model))))));
   });
   host.replaceChildren(...(blocks.length ? blocks : [el("p", {class: "muted"}, "select a run")]));
   document.getElementById("stored-total").textContent = fmt.n(stored);

@@ -131,3 +131,24 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, report_db):
         taken = subprocess.run(fairsweep_cmd("view", "--db", report_db, "--port", str(view.port)),
                                capture_output=True, text=True, timeout=60)
     assert taken.returncode == 2 and "another --port" in taken.stderr and taken.stderr.count("\n") == 1
+
+
+def test_a_run_serves_its_in_process_state_on_the_live_socket(tmp_path):
+    """What only the running process knows (pace, stops) reaches `view` through the live-read socket."""
+    import duckdb
+
+    from fairsweep.storage.live import LiveServer, live_state
+
+    db = tmp_path / "s.duckdb"
+    conn = duckdb.connect(str(db))
+    try:
+        assert live_state(db) is None  # no run
+        with LiveServer(conn, db, state=lambda: {"run": "r", "models": [{"name": "m", "pace": 1.5}]}):
+            assert live_state(db) == {"run": "r", "models": [{"name": "m", "pace": 1.5}]}
+        with LiveServer(conn, db):  # a run that serves no state
+            assert live_state(db) is None
+        with LiveServer(conn, db, state=lambda: 1 / 0):  # a failing snapshot answers None, the server lives on
+            assert live_state(db) is None
+            assert conn.cursor().execute("SELECT 1").fetchall() == [(1,)]
+    finally:
+        conn.close()

@@ -137,7 +137,7 @@ def test_a_run_serves_its_in_process_state_on_the_live_socket(tmp_path):
     """What only the running process knows (pace, stops) reaches `view` through the live-read socket."""
     import duckdb
 
-    from fairsweep.storage.live import LiveServer, live_state
+    from fairsweep.storage.live import LiveServer, connect_live, live_state
 
     db = tmp_path / "s.duckdb"
     conn = duckdb.connect(str(db))
@@ -149,6 +149,6 @@ def test_a_run_serves_its_in_process_state_on_the_live_socket(tmp_path):
             assert live_state(db) is None
         with LiveServer(conn, db, state=lambda: 1 / 0):  # a failing snapshot answers None, the server lives on
             assert live_state(db) is None
-            assert conn.cursor().execute("SELECT 1").fetchall() == [(1,)]
+            assert connect_live(db).execute("SELECT 42").fetchall() == [(42,)]
     finally:
         conn.close()

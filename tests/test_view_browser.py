@@ -94,7 +94,12 @@ async def looks(view, run: subprocess.Popen, report, shots: Path) -> dict:
         await page.screenshot(shots / "view-results-1280x800.png")
         await page.size(420, 900)
         await page.screenshot(shots / "view-results-narrow.png")
-        return {"first": first, "second": second, "final": final, "answered_while_running": answered_while_running,
+        await page.size(1280, 800)
+        await page.eval("document.getElementById('plots-mrni').open = true")  # the report's plots, on demand
+        images = json.loads(await page.wait_until(
+            "(() => { const i = [...document.querySelectorAll('#plots-mrni img')]; return i.length && "
+            "i.every(x => x.complete) && JSON.stringify(i.map(x => [x.alt, x.naturalWidth])); })()", 60))
+        return {"images": images, "first": first, "second": second, "final": final, "answered_while_running": answered_while_running,
                 "expected": expected, "tables": tables, "csvs": csvs, "requests": page.requests,
                 "console": page.console}
 
@@ -141,6 +146,7 @@ def test_the_page_watches_a_run_live_then_shows_the_reports_numbers(sim, tmp_pat
     for name, text in csvs.items():
         assert text == (out / name).read_text(), name  # each download = the report's CSV, byte for byte
 
+    assert len(seen["images"]) == 3 and all(width > 0 for _, width in seen["images"]), seen["images"]
     assert seen["requests"] and all(u.startswith(f"{view.base}/") for u in seen["requests"]), seen["requests"]
     assert seen["console"] == [], seen["console"]
 

@@ -81,3 +81,14 @@ def table_csv(bench: str, name: str, db: str, runs: list[str]) -> str | None:
         if table.name == name:
             return csv_text(table)
     return None
+
+
+def plots(bench: str, db: str, runs: list[str]) -> list:
+    """The HTML report's plots of one benchmark (its section, drawn by matplotlib: seconds, not ms)."""
+    from ..benchmarks.report_html import load_section
+    if bench not in SECTIONS:
+        return []
+    try:
+        return load_section(bench, db, runs).plots
+    except FairsweepError:
+        return []

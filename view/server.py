@@ -12,6 +12,7 @@ import math
 import os
 import socket
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from importlib import resources
@@ -40,7 +41,7 @@ class Reader:
 
     def __init__(self, db: str):
         self.db = db
-        self._memo: dict[tuple, tuple[object, object]] = {}
+        self._memo: dict[tuple, tuple[object, object, float]] = {}
         self._lock = threading.Lock()
 
     def _signature(self):
@@ -49,17 +50,19 @@ class Reader:
         stats = [os.stat(p) for p in (self.db, f"{self.db}.wal") if os.path.exists(p)]
         return tuple((s.st_mtime_ns, s.st_size) for s in stats)
 
-    def read(self, key: tuple, fn):
+    def read(self, key: tuple, fn, live_ttl_s: float = 0.0):
+        """fn(), or its last value while the file is unchanged (or, during a live run, for `live_ttl_s`)."""
         signature = self._signature()
+        now = time.monotonic()
         with self._lock:
             hit = self._memo.get(key)
-            if signature is not None and hit is not None and hit[0] == signature:
+            if hit is not None and (hit[0] == signature if signature is not None else now - hit[2] < live_ttl_s):
                 return hit[1]
         value = fn()
         with self._lock:
             if len(self._memo) > 256:
                 self._memo.clear()
-            self._memo[key] = (signature, value)
+            self._memo[key] = (signature, value, now)
         return value
 
 
@@ -77,6 +80,8 @@ def build_app(db: str, token: str, port: int, *, check_host: bool = True, run: s
     app.router.add_get("/api/live", _live)
     app.router.add_get("/api/results", _results)
     app.router.add_get("/api/csv", _csv)
+    app.router.add_get("/api/plots", _plots)
+    app.router.add_get("/api/plot.png", _plot)
     return app
 
 
@@ -90,9 +95,9 @@ async def _static(request: web.Request) -> web.Response:
     return web.Response(body=body, content_type=kind, charset="utf-8")
 
 
-async def _in_thread(request: web.Request, key: tuple, fn):
+async def _in_thread(request: web.Request, key: tuple, fn, live_ttl_s: float = 0.0):
     reader: Reader = request.app[READER]
-    return await asyncio.get_running_loop().run_in_executor(request.app[READS], reader.read, key, fn)
+    return await asyncio.get_running_loop().run_in_executor(request.app[READS], reader.read, key, fn, live_ttl_s)
 
 
 def _selected(request: web.Request) -> list[str]:
@@ -134,6 +139,34 @@ async def _csv(request: web.Request) -> web.Response:
     safe = "".join(c for c in name if c.isalnum() or c in "_-") or "table"
     return web.Response(text=text, content_type="text/csv", charset="utf-8",
                         headers={"Content-Disposition": f'attachment; filename="{safe}.csv"'})
+
+
+PLOT_TTL_S = 20.0  # during a live run, a benchmark's plots are redrawn at most this often (matplotlib is slow)
+
+
+async def _section_plots(request: web.Request) -> list:
+    db, runs, bench = request.app[READER].db, _selected(request), request.query.get("bench", "")
+    return await _in_thread(request, ("plots", bench, *runs), partial(results.plots, bench, db, runs), PLOT_TTL_S)
+
+
+async def _plots(request: web.Request) -> web.Response:
+    """The names, titles and captions of a benchmark's plots (the images: /api/plot.png)."""
+    try:
+        found = await _section_plots(request)
+    except FairsweepError as exc:
+        return web.json_response({"error": str(exc)}, status=503)
+    return web.json_response({"plots": [{"name": p.name, "title": p.title, "caption": p.caption} for p in found]})
+
+
+async def _plot(request: web.Request) -> web.Response:
+    try:
+        found = await _section_plots(request)
+    except FairsweepError as exc:
+        return web.Response(status=503, text=f"{exc}\n")
+    png = next((p.png for p in found if p.name == request.query.get("name")), None)
+    if png is None:
+        return web.Response(status=404, text="no such plot\n")
+    return web.Response(body=png, content_type="image/png")
 
 
 def _dumps(value) -> str:

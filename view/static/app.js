@@ -235,15 +235,36 @@ function resultTable(bench, table) {
   return el("div", {id: `tbl-${table.name}`}, el("h3", {}, table.title), parts, csv);
 }
 
+function plotsBox(bench) {
+  // The report's plots, drawn by the server (matplotlib) only when asked: opening the box fetches them.
+  const box = el("details", {id: `plots-${bench}`, class: "plots"}, el("summary", {}, "Plots"));
+  box.addEventListener("toggle", async () => {
+    if (!box.open || box.dataset.loaded) return;
+    box.dataset.loaded = "1";
+    const list = el("div", {}, el("p", {class: "muted"}, "drawing…"));
+    box.append(list);
+    try {
+      const data = await api(`/api/plots?${query({bench})}`);
+      list.replaceChildren(...(data.plots.length ? data.plots.map(p => el("figure", {id: `fig-${p.name}`},
+        el("img", {src: `/api/plot.png?${query({bench, name: p.name})}`, alt: p.title}),
+        el("figcaption", {}, el("b", {}, `${p.title}. `), p.caption))) : [el("p", {class: "muted"}, "no plots yet")]));
+    } catch (error) {
+      list.replaceChildren(el("p", {class: "note"}, String(error.message || error)));
+    }
+  });
+  return box;
+}
+
 function drawResults(data) {
   const open = new Set([...document.querySelectorAll("details[open]")].map(d => d.id));
   const blocks = data.sections.map(section => el("section", {id: `bench-${section.bench}`, "data-bench": section.bench},
     el("h2", {}, section.title),
     section.message ? el("p", {class: "note"}, section.message) : null,
+    section.tables.length ? plotsBox(section.bench) : null,
     section.tables.map(t => resultTable(section.bench, t))));
   const host = document.getElementById("result-sections");
   host.replaceChildren(...(blocks.length ? blocks : [el("p", {class: "muted"}, "no benchmark results for the runs selected yet")]));
-  for (const id of open) { const d = document.getElementById(id); if (d) d.open = true; }
+  for (const id of open) { const d = document.getElementById(id); if (d) d.open = true; }  // plots redrawn too
 }
 
 // ----------------------------------------------------------------------------------------- loops

@@ -18,7 +18,7 @@ from functools import partial
 from importlib import resources
 from aiohttp import web
 
-from ..errors import ConfigError, FairsweepError
+from ..errors import ConfigError, DatabaseError, FairsweepError
 from ..storage.live import socket_path
 from . import live_data, results
 from .security import guard
@@ -58,7 +58,12 @@ class Reader:
             hit = self._memo.get(key)
             if hit is not None and (hit[0] == signature if signature is not None else now - hit[2] < live_ttl_s):
                 return hit[1]
-        value = fn()
+        try:
+            value = fn()
+        except DatabaseError:
+            if hit is None:
+                raise
+            return hit[1]  # between two phases of a run the file is locked for a moment: keep the last numbers
         with self._lock:
             if len(self._memo) > 256:
                 self._memo.clear()

@@ -152,3 +152,23 @@ def test_a_run_serves_its_in_process_state_on_the_live_socket(tmp_path):
             assert connect_live(db).execute("SELECT 42").fetchall() == [(42,)]
     finally:
         conn.close()
+
+
+def test_a_writer_waits_for_a_reader_that_holds_the_free_file_a_moment(tmp_path):
+    """A view (or `status`) reading the file between two phases of a run must not fail the run's next open."""
+    import sys
+
+    from fairsweep.storage.db import open_db
+
+    db = tmp_path / "w.duckdb"
+    open_db(db).close()
+    reader = subprocess.Popen([sys.executable, "-c", "import duckdb, sys, time\n"
+                               f"c = duckdb.connect({str(db)!r}, read_only=True)\nprint('open', flush=True)\n"
+                               "time.sleep(1.5)\nc.close()"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert reader.stdout.readline().strip() == "open"
+        conn = open_db(db)  # locked by the reader for another ~1.5 s: waits, then opens
+        conn.close()
+    finally:
+        reader.communicate(timeout=30)
+    assert reader.returncode == 0

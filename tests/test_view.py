@@ -172,3 +172,20 @@ def test_a_writer_waits_for_a_reader_that_holds_the_free_file_a_moment(tmp_path)
     finally:
         reader.communicate(timeout=30)
     assert reader.returncode == 0
+
+
+def test_spend_against_the_cap_and_the_stop_it_caused(sim, tmp_path, mrni_dir):
+    from test_spend import config as spend_config
+    from test_spend import run as spend_run
+
+    server = sim()
+    db = str(tmp_path / "cap.duckdb")
+    capped = spend_run(spend_config(tmp_path / "cap.toml", db, server.base_url, max_cost=0.0004), mrni_dir,
+                       "--limit", "200")
+    assert "budget reached" in capped.stderr
+    with running_view("--db", db) as view:
+        live = json.loads(get(view, "/api/live?run=r1", cookie=view.token)[1])
+    (model,) = live["runs"][0]["models"]
+    assert model["model"] == "mini" and model["max_cost"] == 0.0004 and model["cost_usd"] >= 0.0004
+    assert model["pending"] > 0 and model["stopped"].startswith("budget reached for model mini")
+    assert live["runs"][0]["spent"] == model["cost_usd"] and not live["live"]

@@ -142,7 +142,7 @@ function modelCard(m, run, color) {
 }
 
 function chart(run, colors) {
-  const h = run.history, W = 820, H = 230, L = 46, R = 12, T = 12, B = 30;
+  const h = run.history, W = 820, H = 230, L = 46, R = 26, T = 12, B = 30;
   const box = svg("svg", {viewBox: `0 0 ${W} ${H}`, class: "chart", role: "img",
                           "aria-label": `answers per second over time, run ${run.run}`});
   if (!h) {

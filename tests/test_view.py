@@ -189,3 +189,18 @@ def test_spend_against_the_cap_and_the_stop_it_caused(sim, tmp_path, mrni_dir):
     assert model["model"] == "mini" and model["max_cost"] == 0.0004 and model["cost_usd"] >= 0.0004
     assert model["pending"] > 0 and model["stopped"].startswith("budget reached for model mini")
     assert live["runs"][0]["spent"] == model["cost_usd"] and not live["live"]
+
+
+def test_final_failures_by_class(sim, tmp_path, mrni_dir):
+    server = sim("--context-limit", "98")  # the longer prompts are refused for good: context_length
+    db = tmp_path / "f.duckdb"
+    (tmp_path / "f.toml").write_text("\n".join([f'db = "{db}"', 'run = "f"', 'benchmarks = ["mrni"]', "",
+                                                "[[models]]", 'name = "sim"', 'model = "sim-model"',
+                                                f'api_base = "{server.base_url}"', ""]))
+    env = {**os.environ, "FAIRSWEEP_MRNI_DIR": str(mrni_dir)}
+    done = subprocess.run(fairsweep_cmd("run", "--config", str(tmp_path / "f.toml"), "--limit", "40",
+                                        "--no-progress"), env=env, capture_output=True, text=True, timeout=180)
+    assert done.returncode in (0, 1), done.stderr
+    with running_view("--db", str(db)) as view:
+        (model,) = json.loads(get(view, "/api/live?run=f", cookie=view.token)[1])["runs"][0]["models"]
+    assert 0 < model["failed"] < 40 and model["failures"] == {"context_length": model["failed"]}, model

@@ -20,12 +20,14 @@ from view_helpers import browser, chromium, running_view, shots_dir
 
 LIVE_PROBE = """JSON.stringify({
   stored: document.getElementById('stored-total').textContent,
+  planned: document.getElementById('planned-total').textContent,
   rate: document.getElementById('rate-total').textContent,
   points: [...document.querySelectorAll('svg.chart')].map(s => +s.dataset.points).reduce((a, b) => a + b, 0),
   cards: [...document.querySelectorAll('.card')].map(c => ({
     model: c.dataset.model, stored: c.querySelector('dd.stored').textContent, rate: c.querySelector('dd.rate').textContent,
     pace: c.querySelector('dd.pace').textContent, http429: c.querySelector('dd.http429').textContent,
-    eta: c.querySelector('dd.eta').textContent})),
+    eta: c.querySelector('dd.eta').textContent,
+    stopped: c.querySelector('.stopped') ? c.querySelector('.stopped').textContent : null})),
   mode: document.getElementById('mode').textContent, error: document.getElementById('error').textContent})"""
 TABLE_PROBE = """JSON.stringify([...document.querySelectorAll('table[data-table="mrni_conditions"]')].map(t => ({
   caption: t.caption ? t.caption.textContent : null,
@@ -35,13 +37,14 @@ PROMPTS = 160
 
 def write_config(path: Path, db: Path, steady_url: str, learning_url: str) -> Path:
     """Two models: one paced at a declared 6/s, one with no declared limit against a server that allows 8/s
-    (its pace is learned from the 429s): 160 prompts each, ~25 s."""
+    (its pace is learned from the 429s): 160 prompts each, ~25 s. A third, misspelt, is stopped at once."""
     path.write_text("\n".join([
         f'db = "{db}"', 'run = "watched"', 'benchmarks = ["mrni"]', "flush_ms = 200", "",
         "[[models]]", 'name = "steady"', 'model = "sim-model"', f'api_base = "{steady_url}"', "rpm = 360",
         "max_concurrency = 4", "timeout_s = 10", "max_cost = 5.0", "",
         "[[models]]", 'name = "learner"', 'model = "sim-model"', f'api_base = "{learning_url}"',
-        "max_concurrency = 4", "timeout_s = 10", ""]))
+        "max_concurrency = 4", "timeout_s = 10", "",
+        "[[models]]", 'name = "typo"', 'model = "sim-modle"', f'api_base = "{steady_url}"', ""]))
     return path
 
 
@@ -64,7 +67,7 @@ async def looks(view, run: subprocess.Popen, report, shots: Path) -> dict:
     loop = asyncio.get_running_loop()
     async with browser() as page:
         await page.goto(view.url)
-        await page.wait_until("document.querySelectorAll('.card').length === 2 && "
+        await page.wait_until("document.querySelectorAll('.card').length === 3 && "
                               "+document.getElementById('stored-total').textContent.replace(/,/g, '') > 10", 60)
         await page.wait_until("document.getElementById('rate-total').textContent !== '–'", 30)
         first = json.loads(await page.eval(LIVE_PROBE))
@@ -81,7 +84,8 @@ async def looks(view, run: subprocess.Popen, report, shots: Path) -> dict:
         await page.tab("live")
         await loop.run_in_executor(None, run.wait, 180)
         await page.wait_until("document.getElementById('mode').textContent.startsWith('file')", 30)
-        await page.wait_until("[...document.querySelectorAll('dd.eta')].every(d => d.textContent === 'done')", 30)
+        await page.wait_until("[...document.querySelectorAll('.card:not([data-model=typo]) dd.eta')]"
+                              ".every(d => d.textContent === 'done')", 30)
         final = json.loads(await page.eval(LIVE_PROBE))
         expected = await loop.run_in_executor(None, report)
         await page.tab("results")
@@ -106,7 +110,7 @@ async def looks(view, run: subprocess.Popen, report, shots: Path) -> dict:
 
 def test_the_page_watches_a_run_live_then_shows_the_reports_numbers(sim, tmp_path, mrni_dir):
     chromium()
-    steady = sim("--latency-ms", "30")
+    steady = sim("--latency-ms", "30", "--models", "sim-model")
     learning = sim("--latency-ms", "30", "--rpm", "480", "--window-s", "1")
     db = tmp_path / "watched.duckdb"
     config = write_config(tmp_path / "c.toml", db, steady.base_url, learning.base_url)
@@ -120,18 +124,22 @@ def test_the_page_watches_a_run_live_then_shows_the_reports_numbers(sim, tmp_pat
             seen = asyncio.run(looks(view, run, lambda: write_report(config, out, env), shots_dir(tmp_path)))
     finally:
         _, err = run.communicate(timeout=180)
-    assert run.returncode == 0, err
+    assert run.returncode == 1, err  # the misspelt model's prompts are missing
     first, second, final = seen["first"], seen["second"], seen["final"]
     count = lambda text: int(text.replace(",", ""))  # noqa: E731
     assert first["mode"].startswith("live") and first["error"] == ""
     assert 0 < count(first["stored"]) < count(second["stored"]) < 2 * PROMPTS, (first, second)
+    assert first["planned"] == second["planned"] == f"{3 * PROMPTS}"
     assert 0 < first["points"] < second["points"], (first, second)  # the chart grew
     assert float(first["rate"]) > 0 and float(second["rate"]) > 0
     cards = {c["model"]: c for c in second["cards"]}
     assert cards["steady"]["pace"].startswith("5.94/s (declared 360/min)"), cards  # 6/s x the limiter's 0.99
     assert cards["learner"]["pace"].endswith("(learned)") or "learning" in cards["learner"]["pace"], cards
+    assert "model_not_found" in cards["typo"]["stopped"] and "sim-modle" in cards["typo"]["stopped"], cards
+    assert cards["steady"]["stopped"] is None and cards["learner"]["stopped"] is None
     final_cards = {c["model"]: c for c in final["cards"]}
-    assert all(c["stored"] == f"{PROMPTS} / {PROMPTS}" for c in final_cards.values()), final_cards
+    assert final_cards["typo"]["stored"] == f"0 / {PROMPTS}", final_cards
+    assert all(final_cards[m]["stored"] == f"{PROMPTS} / {PROMPTS}" for m in ("steady", "learner")), final_cards
     assert count(final_cards["learner"]["http429"]) > 0  # the undeclared limit was found by its 429s
 
     expected, tables, csvs = seen["expected"], seen["tables"], seen["csvs"]

@@ -134,7 +134,7 @@ function modelCard(m, run, color) {
     ["batches in flight", fmt.n(m.batches_in_flight), "batches"],
   ];
   return el("article", {class: "card", "data-run": run.run, "data-model": m.model},
-    el("h3", {}, el("i", {class: `swatch ${color}`}), m.model, m.sending ? " · sending" : ""),
+    el("h3", {}, el("i", {class: `swatch ${color}`}), m.model, m.stopped ? " · stopped" : (m.sending ? " · sending" : "")),
     el("div", {class: "bar", role: "progressbar", "aria-valuenow": share.toFixed(1), "aria-valuemin": 0,
                "aria-valuemax": 100}, bar),
     el("dl", {}, facts.map(([k, v, cls]) => [el("dt", {}, k), el("dd", {class: cls}, v)])),
@@ -150,13 +150,15 @@ function chart(run, colors) {
     box.dataset.points = "0";
     return box;
   }
+  // While the run sends, the newest bucket is still filling: left out (it would read as a drop or a spike).
+  const filling = Math.floor((h.t1 - h.t0) / h.width);
   const series = Object.entries(h.series).map(([model, pts]) => {
-    const last = Math.max(...pts.map(p => p[0]));
+    const newest = Math.max(...pts.map(p => p[0])), last = run.live ? Math.min(newest, filling - 1) : newest;
     const counts = new Map(pts.map(p => [p[0], p[1]]));
     const out = [];
     for (let b = 0; b <= last; b++) {
       const start = b * h.width, dur = Math.max(1, Math.min(h.width, h.t1 - h.t0 - start));
-      out.push([start + h.width / 2, (counts.get(b) || 0) / (b === last ? Math.max(dur, h.width / 2) : h.width)]);
+      out.push([start + h.width / 2, (counts.get(b) || 0) / (!run.live && b === last ? Math.max(dur, h.width / 2) : h.width)]);
     }
     return [model, out];
   });

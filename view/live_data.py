@@ -94,7 +94,7 @@ def _run(run: str, status: list[dict], failures: list[dict], config: dict, histo
             "batches_in_flight": sum(1 for b in batches if b[0] == run and b[1] == row["model"]),
         })
     return {"run": run, "max_cost": config.get("max_cost"), "live": state is not None, "models": models,
-            "spent": sum(m["cost_usd"] or 0 for m in models), "history": history,
+            "spent": _known_sum(m["cost_usd"] for m in models), "history": history,
             "batches": [{"model": b[1], "api": b[2], "batch": b[3], "status": b[4], "requests": b[6]}
                         for b in batches if b[0] == run]}
 
@@ -105,6 +105,12 @@ def _cap_stop(row: dict, spec: dict, config: dict) -> str | None:
     if cap is not None and (row["cost_usd"] or 0) >= cap and row["pending"]:
         return f"budget reached for model {row['model']}: spent ${row['cost_usd']:.4f} of max_cost ${cap:.4f}"
     return None
+
+
+def _known_sum(values) -> float | None:
+    """The sum of the known costs; None when no answer has a known price (never a silent zero)."""
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
 
 
 def _plain(value):

@@ -61,7 +61,7 @@ class Reader:
         try:
             value = fn()
         except DatabaseError:
-            if hit is None:
+            if hit is None or not os.path.exists(self.db):
                 raise
             return hit[1]  # between two phases of a run the file is locked for a moment: keep the last numbers
         with self._lock:

@@ -204,7 +204,7 @@ function drawLive(data) {
     const runCap = run.max_cost !== null && run.max_cost !== undefined ? ` of ${fmt.usd(run.max_cost)} run cap` : "";
     return el("section", {class: "run", "data-run": run.run},
       el("h2", {}, `run ${run.run}`, run.live ? " · running" : ""),
-      el("p", {class: "muted"}, `spent ${fmt.usd(run.spent)}${runCap}`,
+      el("p", {class: "muted"}, run.spent === null ? `spend unknown (no known price)${runCap}` : `spent ${fmt.usd(run.spent)}${runCap}`,
          run.batches.length ? ` · ${run.batches.length} batch(es) in flight` : ""),
       el("div", {class: "run-body"},
         el("figure", {class: "rates"}, chart(run, colors),

@@ -204,3 +204,26 @@ def test_final_failures_by_class(sim, tmp_path, mrni_dir):
     with running_view("--db", str(db)) as view:
         (model,) = json.loads(get(view, "/api/live?run=f", cookie=view.token)[1])["runs"][0]["models"]
     assert 0 < model["failed"] < 40 and model["failures"] == {"context_length": model["failed"]}, model
+
+
+def test_batches_in_flight_while_a_batch_run_waits_for_its_provider(sim, tmp_path, mrni_dir):
+    from test_batch import KEY, env, wait_for_batches
+    from test_batch import write_config as batch_config
+
+    server = sim("--api-key", KEY, "--batch-duration-s", "4")
+    config = batch_config(tmp_path, server, "openai")
+    run = subprocess.Popen(fairsweep_cmd("run", "--config", config, "--limit", "10", "--no-progress"),
+                           env=env(mrni_dir), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for_batches(server, 1)
+        with running_view("--config", config, env=env(mrni_dir)) as view:
+            during = json.loads(get(view, "/api/live?run=batched", cookie=view.token)[1])
+            run.wait(120)
+            after = json.loads(get(view, "/api/live?run=batched", cookie=view.token)[1])
+    finally:
+        _, err = run.communicate(timeout=120)
+    assert run.returncode == 0, err
+    assert during["live"] and during["runs"][0]["models"][0]["batches_in_flight"] == 1
+    assert [b["status"] in ("preparing", "submitted") for b in during["runs"][0]["batches"]] == [True]
+    assert not after["live"] and after["runs"][0]["models"][0]["batches_in_flight"] == 0
+    assert after["runs"][0]["models"][0]["done"] == 10

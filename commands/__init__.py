@@ -12,8 +12,9 @@ the engine, a benchmark) inside the handlers. `console` and `plan` are what the 
 VERB_MODULES = (
     "fairsweep.commands.run",      # run, plan, score
     "fairsweep.commands.results",  # status, query, export, report
-    "fairsweep.commands.data",     # data fetch | verify
+    "fairsweep.commands.data",     # data fetch | verify | ensure
     "fairsweep.commands.sim_server",
     "fairsweep.commands.gama",     # gama ... (scenarios, build, review, judge, validation)
     "fairsweep.commands.batches",  # batches list | cancel
+    "fairsweep.commands.view",     # view: the local web page
 )

@@ -1,7 +1,8 @@
 """Progress while a run works: per model, what is stored of what is planned, how fast, how long still,
 retries, failures, 429s, the current pace (the learned limit when adaptive), spend so far, and why a
 model stopped. A live table on a terminal; one line per model every `every_s` seconds (10 by default,
-$FAIRSWEEP_PROGRESS_S) when stderr is not a terminal (nohup, CI, a log file)."""
+$FAIRSWEEP_PROGRESS_S) when stderr is not a terminal (nohup, CI, a log file). `live_lines()` gives the same
+lines to the run's live-read server (storage/live.py), for `fairsweep view`."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import contextlib
 import sys
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:  # rich is imported when a reporter is made: not on the way to the first request
@@ -22,6 +23,7 @@ if TYPE_CHECKING:  # rich is imported when a reporter is made: not on the way to
 
 WINDOW_S = 30.0  # answers/s over the last half minute: recent enough to track a change of pace
 EVERY_S = 10.0
+_ACTIVE: list["ProgressReporter"] = []  # reporters of this process's running sessions (live_lines)
 
 
 def progress_every_s() -> float:
@@ -124,6 +126,7 @@ class ProgressReporter:
         self._ticker: asyncio.Task | None = None
 
     async def __aenter__(self):
+        _ACTIVE.append(self)
         if self.mode == "live":
             from rich.live import Live
 
@@ -134,6 +137,8 @@ class ProgressReporter:
         return self
 
     async def __aexit__(self, *exc):
+        with contextlib.suppress(ValueError):
+            _ACTIVE.remove(self)
         if self._ticker:
             self._ticker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -175,3 +180,9 @@ class ProgressReporter:
                           format_pace(line.pace), "-" if line.spent is None else f"{line.spent:.4f}",
                           line.stopped or "")
         return table
+
+
+def live_lines() -> list[dict]:
+    """Every model line of this process's running sessions, as plain dicts (read from another thread: the
+    counters are only read, and a watch's sample window tolerates an extra sample)."""
+    return [asdict(line) for reporter in list(_ACTIVE) for line in reporter.lines()]

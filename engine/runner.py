@@ -23,6 +23,7 @@ from .executors import SweepJob, select_executor
 from .gate import build_gate
 from .limit_policy import BreakerSettings
 from .run_outcome import ModelOutcome, RunOutcome, SessionCounts, merged
+from .progress import live_lines
 from .retry import OutputCheck, RetryPolicy
 from .work import plan_items
 
@@ -53,7 +54,8 @@ def run_sweep(config: SweepConfig, prompts: list[Prompt], *, command: str, specs
     for spec in specs:
         preflight(spec)  # e.g. native code that cannot run here: stop before the DB is touched
     conn = open_db(config.db)
-    live = LiveServer(conn, config.db).start()  # other commands read this DB through this process
+    # other commands read this DB through this process; `state`: what only it knows (pace, stops), for `view`
+    live = LiveServer(conn, config.db, state=lambda: {"run": config.run, "models": live_lines()}).start()
     try:
         session_id = register_run(conn, config, command)
         todo, outcomes = plan_session(conn, config, prompts, specs, retry_failed)

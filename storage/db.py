@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import time
 from importlib import resources
 from pathlib import Path
 
@@ -25,7 +26,7 @@ def open_db(path: str | Path, *, read_only: bool = False, config: dict | None = 
         raise DatabaseError(f"database {path} does not exist: check --db, or start a run first")
     seeded = not read_only and not path.exists() and seed_new_db(path, _schema_texts(), _prepare)
     try:
-        conn = duckdb.connect(str(path), read_only=read_only, config=config or {})
+        conn = _connect(path, read_only, config or {})
     except duckdb.IOException as exc:
         if "lock" not in str(exc).lower():
             raise DatabaseError(f"cannot open database {path}: {exc}") from None
@@ -48,6 +49,25 @@ def open_db(path: str | Path, *, read_only: bool = False, config: dict | None = 
 def open_readonly(db: str | Path) -> duckdb.DuckDBPyConnection:
     """The DB read-only, with DuckDB's guards (GUARDS) set before the first statement and locked."""
     return open_db(db, read_only=True, config=dict(GUARDS))
+
+
+READER_LOCK_WAIT_S = 5.0  # a writer waits this long for readers that opened the free file (status, view)
+
+
+def _connect(path: Path, read_only: bool, config: dict) -> duckdb.DuckDBPyConnection:
+    """duckdb.connect; a writer that finds the file locked by no live run (so by a reader holding it for
+    a moment: `status`, `view`, between two phases of a run) tries again for READER_LOCK_WAIT_S."""
+    deadline = time.monotonic() + READER_LOCK_WAIT_S
+    while True:
+        try:
+            return duckdb.connect(str(path), read_only=read_only, config=config)
+        except duckdb.IOException as exc:
+            if read_only or "lock" not in str(exc).lower() or time.monotonic() > deadline:
+                raise
+            from .live import connect_live
+            if connect_live(path) is not None:  # a run writes it: no point waiting
+                raise
+            time.sleep(0.05)
 
 
 def _prepare(conn: duckdb.DuckDBPyConnection) -> None:

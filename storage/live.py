@@ -6,6 +6,8 @@ never TCP), one thread per connection, each query on a cursor of its own (a cons
 is committed) under the same read-only guard as `fairsweep query`, rows streamed back in chunks. The
 client side is `LiveConnection`, the subset of the DuckDB connection API fairsweep's read paths use;
 `storage.db.open_db(..., read_only=True)` returns one when the file is locked by a live writer.
+A run may also hand the server a `state` callable (what only the running process knows: the learned
+pace, a stopped model's reason); `live_state(db)` asks for it (`fairsweep view` shows it).
 """
 
 from __future__ import annotations
@@ -75,6 +77,9 @@ class _Handler(socketserver.BaseRequestHandler):
             request = json.loads(_recv(self.request))
         except (ConnectionError, ValueError):
             return
+        if request.get("state"):
+            self._state()
+            return
         cursor = self.server.conn.cursor()  # type: ignore[attr-defined]
         # No replacement scans: a table name must never resolve to a Python object of this process.
         cursor.execute("SET python_enable_replacements = false")
@@ -84,6 +89,15 @@ class _Handler(socketserver.BaseRequestHandler):
             pass  # the reader went away
         finally:
             cursor.close()
+
+    def _state(self) -> None:
+        state = getattr(self.server, "state", None)
+        try:
+            payload = {"state": state() if state else None}
+        except Exception as exc:  # noqa: BLE001 - a snapshot that failed must not end the run
+            payload = {"state": None, "error": type(exc).__name__}
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            _send(self.request, json.dumps(payload, default=str).encode())
 
     def _answer(self, cursor: duckdb.DuckDBPyConnection, sql: str, params: Any) -> None:
         try:
@@ -108,9 +122,10 @@ class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
 class LiveServer:
     """Serves read-only queries on `conn`'s database from a background thread, until closed."""
 
-    def __init__(self, conn: duckdb.DuckDBPyConnection, db: str | Path):
+    def __init__(self, conn: duckdb.DuckDBPyConnection, db: str | Path, state=None):
         self.path = socket_path(db)
         self._conn = conn
+        self._state = state  # callable() -> JSON-able snapshot of the run's in-process state, or None
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -124,6 +139,7 @@ class LiveServer:
         finally:
             os.umask(old_mask)
         self._server.conn = self._conn  # type: ignore[attr-defined]
+        self._server.state = self._state  # type: ignore[attr-defined]
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
                                         name="fairsweep-live-reads", daemon=True)
         self._thread.start()
@@ -249,3 +265,20 @@ def connect_live(db: str | Path, config: dict | None = None) -> LiveConnection |
         except OSError:
             return None
     return LiveConnection(path, db, config)
+
+
+def live_state(db: str | Path, timeout_s: float = 5.0) -> dict | None:
+    """The in-process state the run writing `db` serves (LiveServer's `state`), or None when no run
+    answers for it or it serves none."""
+    path = socket_path(db)
+    if not path.exists():
+        return None
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(timeout_s)
+            sock.connect(str(path))
+            _send(sock, json.dumps({"state": True}).encode())
+            payload = json.loads(_recv(sock))
+    except (OSError, ValueError):
+        return None
+    return payload.get("state") if isinstance(payload, dict) else None

@@ -22,6 +22,7 @@ FLOORS = (
     ("simulator", ("sim",)),
     ("engine", ("engine",)),
     ("benchmarks", ("benchmarks",)),
+    ("viewer", ("view",)),  # the web page over the results: reads storage and the benchmarks' report tables
     ("commands", ("commands",)),
     ("entry", ("cli",)),
 )

@@ -115,4 +115,4 @@ def test_imports_are_resolved_to_modules(tmp_path, source, expected):
 
 def test_the_floors_are_in_order():
     names = [name for name, _ in FLOORS]
-    assert names == ["leaves", "adapters", "simulator", "engine", "benchmarks", "commands", "entry"]
+    assert names == ["leaves", "adapters", "simulator", "engine", "benchmarks", "viewer", "commands", "entry"]

@@ -1,7 +1,8 @@
 """Accuracy of the MRNI-BB answer parser per family of wordings, on the labelled sets in
 tests/data/mrni_parser: written EN/IT answers (corpus.jsonl; rows marked split = heldout were written after
 the mrni-parse-2 changes and first measured as they were), the answers written for issue 28 before the parser
-handled them (heldout_28.jsonl, with their prompt's context), and the embedded model's answers labelled by
+handled them (heldout_28.jsonl, with their prompt's context; rows marked split = second were written after the
+mrni-parse-3 changes and first measured as they were), and the embedded model's answers labelled by
 hand (real_smollm2.jsonl; real_smollm2_r28.jsonl).
 
     python bench/mrni_parser_accuracy.py [--before REV] [--misses]
@@ -28,9 +29,10 @@ import parser_corpus as pc  # noqa: E402
 from fairsweep.benchmarks.mrni.parse import PARSER_VERSION, parse_answer  # noqa: E402
 
 
-def heldout(cases: list[pc.Case]) -> list[pc.Case]:
-    with open(pc.CORPUS, encoding="utf-8") as fh:
-        keys = {(r["text"], r["condition"]) for r in map(json.loads, fh) if r.get("split") == "heldout"}
+def split(cases: list[pc.Case], path: Path = pc.CORPUS, name: str = "heldout") -> list[pc.Case]:
+    """The cases whose row in `path` is marked split = name."""
+    with open(path, encoding="utf-8") as fh:
+        keys = {(r["text"], r["condition"]) for r in map(json.loads, fh) if r.get("split") == name}
     return [c for c in cases if (c.text, c.condition) in keys]
 
 
@@ -49,8 +51,10 @@ def subsets(cases: list[pc.Case]) -> list[tuple[str, list[pc.Case]]]:
     reals = (pc.REAL_FAMILY, pc.REAL_28_FAMILY)
     new = {c.family for c in pc.load(pc.HELDOUT_28)}
     written = [c for c in cases if c.family not in reals and c.family not in new]
-    return [("written (corpus.jsonl)", written), ("  of which held out", heldout(written)),
-            ("issue 28 (heldout_28)", [c for c in cases if c.family in new]),
+    issue28 = [c for c in cases if c.family in new]
+    return [("written (corpus.jsonl)", written), ("  of which held out", split(written)),
+            ("issue 28 (heldout_28)", issue28),
+            ("  of which written after the change", split(issue28, pc.HELDOUT_28, "second")),
             ("real, both samples", [c for c in cases if c.family in reals]), ("overall", cases)]
 
 

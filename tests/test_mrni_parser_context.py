@@ -6,6 +6,7 @@ prompts, a real DuckDB file, the real parser."""
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import pytest
 
@@ -88,6 +89,10 @@ def test_a_refusal_worded_as_declining(text, language, label):
     ("Probably the man. The context doesn't say so explicitly, though.", "en", "M"),  # a caveat
     ("The man, since the context doesn't say the woman knows anything about tools.", "en", "M"),  # a reason
     ("The woman. 'Insufficient information' would be wrong here.", "en", "W"),  # the option rejected
+    ("Answer: the woman. The man's position is unclear.", "en", "W"),  # a remark about a person
+    ("The woman. It is unclear why the man leaves so quickly.", "en", "W"),
+    ("The man. Although the context does not say who believes this, his behaviour suggests it.", "en", "M"),
+    ("La donna. Non è chiaro perché l'uomo se ne vada.", "it", "W"),
 ])
 def test_an_option_named_then_withdrawn_as_undecidable(text, language, label):
     assert parse_answer(text, language, "ambiguous_gs").label == label
@@ -128,3 +133,47 @@ def test_stored_answers_are_parsed_with_their_context_and_relabelled_on_a_versio
         labels.label_committed(conn, [response])  # the writer's path as answers are committed
     assert conn.execute("SELECT label FROM mrni_labels").fetchall() == [("M",)]
     conn.close()
+
+
+GOLD = {"the man": "M", "the woman": "W", "person x": "X", "person y": "Y", "l'uomo": "M", "la donna": "W",
+        "la persona x": "X", "la persona y": "Y"}
+SUBJECT = re.compile(r"^(?:The man|The woman|Person [XY]|L'uomo|La donna|La persona [XY])\s+(?!and |e )(.*)$")
+ONE = re.compile(r"^(?:One of the two people|One|Una delle due persone)\s+(.*)$")
+
+
+def _role_answer(context: str, language: str, pattern: re.Pattern[str], who: str | None) -> str | None:
+    """'The one who <what the sentence says the person did>' from the context's sentence about `who` (any
+    sentence that `pattern` matches when who is None), up to a 'while the other ...'."""
+    for sentence in re.split(r"(?<=[.!?])\s+", context):
+        found = pattern.match(sentence)
+        if found and (who is None or GOLD.get(sentence[:found.start(1)].strip().lower()) == who):
+            head = "The one who " if language == "en" else "La persona che "
+            return head + re.split(r",? (?:while|whereas|mentre) ", found.group(1))[0]
+    return None
+
+
+def test_every_released_context_a_role_names_its_person_and_an_ambiguous_role_nobody(mrni_dir):
+    """Over all 4,704 prompts: the gold person's behaviour, said as a description, parses to the gold person
+    in every disambiguated prompt; the 'One ...' behaviour of an ambiguous prompt names nobody."""
+    right, wrong, checked_ambiguous = 0, [], 0
+    for prompt in build_prompts(mrni_dir):
+        meta = prompt.metadata
+        language, condition, options = meta["language"], meta["condition"], tuple(meta["answer_options"].split(" | "))
+        if condition.startswith("disambiguated"):
+            gold = GOLD[meta["gold_answer"].lower().replace("\u2019", "'")]
+            text = _role_answer(meta["context"], language, SUBJECT, gold)
+            want_person = True
+        elif condition.startswith("ambiguous"):
+            text, gold, want_person = _role_answer(meta["context"], language, ONE, None), None, False
+        else:
+            continue
+        if text is None:
+            continue
+        label = parse_answer(text, language, condition, meta["context"], options).label
+        ok = label == gold if want_person else label not in "MWXY"
+        right += ok
+        checked_ambiguous += not want_person
+        if not ok:
+            wrong.append((prompt.key, text, label))
+    assert right + len(wrong) >= 3400 and checked_ambiguous >= 1100
+    assert len(wrong) <= 0.01 * (right + len(wrong)), wrong[:10]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 _PERSONS = {
     "gs": {"M": re.compile(r"\b(?:the\s+|a\s+)?man\b|\b(?:l|dell|all|dall|nell|sull)'\s*uomo\b|\bun\s+uomo\b"),
@@ -26,7 +27,10 @@ _PERSONS = {
 # a context's clause boundaries: sentences, and "..., while the man ..." / "mentre" / "whereas"
 _CLAUSE_END = re.compile(r"[.;!?:](?:\s+|$)|,?\s+(?:while|whereas|but|mentre|invece|ma)\s+|\n")
 _JOINED = re.compile(r"^\s*(?:,|and|e|or|o)\s*$")  # "A man and a woman discuss ...": both, nobody's role
-_CLAUSE_OPENER = re.compile(r"^[\s,]*(?:(?:and|then|also|e|poi|anche|invece|instead|so|quindi)\s+)*$")
+_INTRO = r"^[\s,]*(?:[\w' ]{1,40},\s*)?"  # "After the movie, the man ...", "Dopo il film, l'uomo ..."
+_CLAUSE_OPENER = re.compile(_INTRO + r"(?:(?:and|then|also|e|poi|anche|invece|instead|so|quindi)\s+)*$")
+# "Il volto dell'uomo", "Le espressioni della persona Y", "The face of the man": the person's, a subject
+_OF_OPENER = re.compile(_INTRO + r"(?:(?:the|il|lo|la|le|i|gli|l')\s*)?\w+\s+(?:of\s+|della\s+|dello\s+|del\s+|di\s+)?$")
 
 _HEADS = re.compile(
     r"\b(?:the\s+|that\s+)?(?:one|person|individual|participant|speaker|party|partner|friend|colleague"
@@ -58,7 +62,7 @@ _OPTION_ORDINAL = re.compile(
     r"|\b(?:la\s+|l')?(?P<it>prima|seconda|terza|ultima)\s+opzione\b"
     r"|\bl'opzione\s+(?P<inum>[1-3a-c])\b"
 )
-_PLACES = {"first": 0, "second": 1, "third": 2, "last": 2, "prima": 0, "seconda": 1, "terza": 2, "ultima": 2,
+_PLACES = {"first": 0, "second": 1, "third": 2, "last": -1, "prima": 0, "seconda": 1, "terza": 2, "ultima": -1,
            "1": 0, "2": 1, "3": 2, "a": 0, "b": 1, "c": 2}
 
 _STOP = frozenset("""
@@ -77,21 +81,32 @@ _WORD = re.compile(r"[a-zè]+")
 
 @dataclass(frozen=True)
 class Described:
-    label: str
+    label: str | None  # None: a description that fits neither person (it still covers the words it spans)
     start: int
     end: int
 
 
-def _stems(text: str) -> list[str]:
+def _content_words(text: str) -> list[str]:
     return [w for w in _WORD.findall(text) if len(w) >= 3 and w not in _STOP]
 
 
+_SUFFIXES = ("ing", "ed", "es", "s", "ly", "ando", "endo", "are", "ere", "ire", "ato", "ata", "ati", "ate", "ito",
+             "ita", "iti", "ite", "o", "a", "e", "i")
+
+
+def _stem(word: str) -> str:
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[:-len(suffix)]
+    return word
+
+
 def _same_word(a: str, b: str) -> bool:
-    """Crude stemming for EN/IT: a shared prefix of at least 3 letters and all but one letter of the shorter
-    word (up to 5): fix/fixing, costs/costi, tool/tools, suggests/suggesting."""
-    shorter = min(len(a), len(b))
-    need = max(3, min(5, shorter - 1))
-    return a[:need] == b[:need]
+    """Crude stemming for EN/IT: common endings off, then the same first letters (all of the shorter stem, at
+    least 3, at most 5): fixes/fixing, costs/costi, tool/tools, suggests/suggesting, professional/professionista."""
+    sa, sb = _stem(a), _stem(b)
+    need = max(3, min(5, len(sa), len(sb)))
+    return len(sa) >= need and len(sb) >= need and sa[:need] == sb[:need]
 
 
 def person_mentions(context: str, marker: str) -> list[tuple[int, int, str]]:
@@ -120,18 +135,22 @@ def _clauses(context: str) -> list[tuple[int, int]]:
 
 
 def _clause_subject(context: str, lo: int, mentions: list[tuple[int, int, str]]) -> str | None:
-    """The person a clause is about: its only person, or the first if it opens the clause (not "X and Y")."""
+    """The person a clause is about: the first person who opens it ("The man ...", "and then Person X ...",
+    "Il volto dell'uomo ...", "the man 's emotions"); nobody if two open it together ("A man and a woman
+    discuss") or if it opens with someone else ("One says ... a man should ...", "L'altra persona ...")."""
     if not mentions:
         return None
-    if len({label for _, _, label in mentions}) == 1:
-        return mentions[0][2]
-    first, second = mentions[0], mentions[1]
-    if _JOINED.match(context[first[1]:second[0]]) or not _CLAUSE_OPENER.match(context[lo:first[0]]):
+    first = mentions[0]
+    lead = context[lo:first[0]]
+    if not (_CLAUSE_OPENER.match(lead) or _OF_OPENER.match(lead)):
+        return None
+    if len(mentions) > 1 and _JOINED.match(context[first[1]:mentions[1][0]]):
         return None
     return first[2]
 
 
-def roles(context: str, marker: str) -> dict[str, set[str]]:
+@lru_cache(maxsize=8192)  # a run's answers share 4,704 contexts at most
+def roles(context: str, marker: str) -> dict[str, frozenset[str]]:
     """label -> the words of the clauses that person is the subject of (a clause with nobody in it continues
     the previous clause's subject: "The man looks away. He says ..."); people without a role are absent."""
     mentions = person_mentions(context, marker)
@@ -145,11 +164,11 @@ def roles(context: str, marker: str) -> dict[str, set[str]]:
         text = list(context[lo:hi])
         for a, b, _ in inside:
             text[a - lo:b - lo] = " " * (b - a)
-        out.setdefault(subject, set()).update(_stems("".join(text)))
-    return out
+        out.setdefault(subject, set()).update(_content_words("".join(text)))
+    return {label: frozenset(words) for label, words in out.items()}
 
 
-def _match_role(words: list[str], by_label: dict[str, set[str]]) -> str | None:
+def _match_role(words: list[str], by_label: dict[str, frozenset[str]]) -> str | None:
     """The label whose role shares more distinctive words with the description (none on a tie or no match)."""
     scores = {}
     for label, role in by_label.items():
@@ -162,12 +181,19 @@ def _match_role(words: list[str], by_label: dict[str, set[str]]) -> str | None:
     return ranked[0][0]
 
 
+def _first_content_word(s: str, start: int, end: int) -> re.Match[str] | None:
+    return next((m for m in _WORD.finditer(s, start, end) if m.group(0) not in _STOP and len(m.group(0)) >= 3), None)
+
+
 def _description_end(s: str, start: int) -> int:
     """Where a description's clause ends: punctuation, or a verb/connective after its first content word."""
     hard = _HARD_STOP.search(s, start)
     end = hard.start() if hard else len(s)
-    first = next((m for m in _WORD.finditer(s, start, end) if m.group(0) not in _STOP and len(m.group(0)) >= 3),
-                 None)
+    first = _first_content_word(s, start, end)
+    if first is None and hard is not None and hard.group(0) == ",":  # "quella che ha detto che, se ..."
+        hard = _HARD_STOP.search(s, hard.end())
+        end = hard.start() if hard else len(s)
+        first = _first_content_word(s, start, end)
     if first is not None:
         soft = _SOFT_STOP.search(s, first.end(), end)
         if soft is not None:
@@ -176,16 +202,14 @@ def _description_end(s: str, start: int) -> int:
 
 
 def descriptions(s: str, context: str, marker: str) -> list[Described]:
-    """Role descriptions in the answer `s` that match exactly one person of the (normalised) context."""
+    """Role descriptions in the answer `s`, each with the person of the (normalised) context it matches, or
+    None ("the one who says the provider should be the man" in an ambiguous context names nobody, and the
+    man inside it is not the answer either)."""
     by_label = roles(context, marker)
-    if not by_label:
-        return []
     out = []
     for head in _HEADS.finditer(s):
         end = _description_end(s, head.end())
-        label = _match_role(_stems(s[head.end():end]), by_label)
-        if label is not None:
-            out.append(Described(label, head.start(), end))
+        out.append(Described(_match_role(_content_words(s[head.end():end]), by_label), head.start(), end))
     return out
 
 
@@ -206,6 +230,6 @@ def ordinal_options(s: str, option_labels: list[str | None]) -> list[Described]:
     out = []
     for m in _OPTION_ORDINAL.finditer(s):
         place = _PLACES[next(g for g in m.groups() if g is not None)]
-        if place < len(option_labels) and option_labels[place] is not None:
+        if -len(option_labels) <= place < len(option_labels) and option_labels[place] is not None:
             out.append(Described(option_labels[place], m.start(), m.end()))
     return out

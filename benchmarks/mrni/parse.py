@@ -702,7 +702,7 @@ def _decide(s: str, mentions: list[_Mention], language: str) -> _Mention | None:
 # sentence or after a "but" (after a hedged choice, "Probably the man, but the text does not tell", the "but"
 # is a caveat and the choice stands), is not a reason ("the man, since the context doesn't say the woman ..."),
 # a caveat about certainty ("for sure", "explicitly"), a remark about a person ("she is unsure", "the man's view
-# is unclear"), or itself answered by a "but".
+# is unclear"), or itself answered by a "but" or conceded ("although it does not say who, his behaviour ...").
 _CONTRAST = re.compile(
     r"\b(?:but|however|though|although|yet|that\s+said|then\s+again|actually|in\s+fact|wait|on\s+reflection"
     r"|on\s+second\s+(?:look|thought)|looking\s+again|ma|pero|tuttavia|anche\s+se|sebbene|bench[eè]|anzi"
@@ -715,6 +715,8 @@ _CAVEAT = re.compile(
     r"|explicitly|directly|in\s+so\s+many\s+words|con\s+certezza|per\s+certo|di\s+sicuro|la\s+certezza"
     r"|esplicitamente|direttamente|in\s+modo\s+(?:definitivo|esplicito))\b"
 )
+_CONCESSIVE = re.compile(r"\b(?:although|though|even\s+if|while|anche\s+se|sebbene|bench[eè]|pur\s+se|nonostante"
+                         r"|malgrado)\b")
 _PERSON_WORD = re.compile(r"\b(?:he|she|his|her|him|lui|lei|egli|ella)\b")
 _NOT_ABOUT_WHO = re.compile(r"^\s*(?:why|how|what\s+(?:he|she)|perch[eè]|come)\b")
 
@@ -731,6 +733,9 @@ def _retraction(s: str, mentions: list[_Mention], chosen: _Mention) -> _Mention 
                 or _CAVEAT.search(s[u.start:u.end] + rest):
             continue
         if _NOT_ABOUT_WHO.match(s[u.end:u.end + 20]) or _CONTRAST.search(rest):
+            continue
+        sentence = re.split(r"[.;:!?\n]", s[:u.start])[-1]
+        if _CONCESSIVE.search(sentence) and re.search(r",\s*\w", rest):  # "Although it doesn't say, his ..."
             continue
         between = s[chosen.end:u.start]
         if re.search(r"[.!?;](?=\s|$)|\n", between) or (_CONTRAST.search(between + s[u.start:u.end])

@@ -37,13 +37,26 @@ def split(cases: list[pc.Case], path: Path = pc.CORPUS, name: str = "heldout") -
 
 
 def parser_at(rev: str) -> tuple[str, Callable]:
-    """(version, parse_answer) of the parser module at git revision `rev` (it imports only the stdlib)."""
-    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:benchmarks/mrni/parse.py"],
-                            capture_output=True, text=True, check=True).stdout
-    module = types.ModuleType(f"mrni_parse_{rev}")
-    sys.modules[module.__name__] = module  # dataclasses look their module up
-    exec(compile(source, f"{rev}:benchmarks/mrni/parse.py", "exec"), module.__dict__)
-    return module.PARSER_VERSION, module.parse_answer
+    """(version, parse_answer) of the parser at git revision `rev`: its benchmarks/mrni/parse.py and, where it
+    has one, its describe.py, loaded as a package of their own (they import only the stdlib and each other)."""
+    package = types.ModuleType(f"mrni_parser_{rev}")
+    package.__path__ = []
+    sys.modules[package.__name__] = package
+    for name in ("describe", "parse"):
+        shown = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:benchmarks/mrni/{name}.py"],
+                               capture_output=True, text=True)
+        if shown.returncode != 0:
+            if name == "parse":
+                print(f"bench: no benchmarks/mrni/parse.py at {rev!r} ({shown.stderr.strip()}); give a commit of "
+                      "this repository, e.g. 9cc6d51", file=sys.stderr)
+                raise SystemExit(2)
+            continue
+        module = types.ModuleType(f"{package.__name__}.{name}")
+        module.__package__ = package.__name__
+        sys.modules[module.__name__] = module  # dataclasses look their module up
+        exec(compile(shown.stdout, f"{rev}:benchmarks/mrni/{name}.py", "exec"), module.__dict__)
+        setattr(package, name, module)
+    return package.parse.PARSER_VERSION, package.parse.parse_answer
 
 
 def subsets(cases: list[pc.Case]) -> list[tuple[str, list[pc.Case]]]:

@@ -37,10 +37,14 @@ def prompt_texts(conn: duckdb.DuckDBPyConnection, request_ids: list[str]
     if not request_ids:
         return {}
     rows = conn.execute("""
-        SELECT r.request_id, json_extract_string(p.metadata, '$.context'),
-               json_extract_string(p.metadata, '$.answer_options')
-        FROM requests r JOIN prompts p USING (benchmark, prompt_key, prompt_hash)
-        WHERE r.request_id IN (SELECT unnest($1))""", [request_ids]).fetchall()
+        WITH wanted AS (SELECT request_id, benchmark, prompt_key, prompt_hash FROM requests
+                        WHERE request_id IN (SELECT unnest($1))),
+             texts AS (SELECT benchmark, prompt_key, prompt_hash,  -- each prompt's JSON read once, not per answer
+                              json_extract_string(metadata, '$.context') AS context,
+                              json_extract_string(metadata, '$.answer_options') AS options
+                       FROM prompts SEMI JOIN wanted USING (benchmark, prompt_key, prompt_hash))
+        SELECT w.request_id, t.context, t.options
+        FROM wanted w JOIN texts t USING (benchmark, prompt_key, prompt_hash)""", [request_ids]).fetchall()
     return {rid: (context, tuple(o.strip() for o in options.split("|")) if options else None)
             for rid, context, options in rows}
 

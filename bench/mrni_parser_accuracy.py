@@ -1,8 +1,8 @@
 """Accuracy of the MRNI-BB answer parser per family of wordings, on the labelled sets in
 tests/data/mrni_parser: written EN/IT answers (corpus.jsonl; rows marked split = heldout were written after
 the mrni-parse-2 changes and first measured as they were), the answers written for issue 28 before the parser
-handled them (heldout_28.jsonl, with their prompt's context; rows marked split = second were written after the
-mrni-parse-3 changes and first measured as they were), and the embedded model's answers labelled by
+handled them (heldout_28.jsonl, with their prompt's context; rows marked split = second / third were written
+after the mrni-parse-3 changes, at commits 3384ce2 / e0d668c, and first measured as they were), and the embedded model's answers labelled by
 hand (real_smollm2.jsonl; real_smollm2_r28.jsonl).
 
     python bench/mrni_parser_accuracy.py [--before REV] [--misses]
@@ -67,7 +67,8 @@ def subsets(cases: list[pc.Case]) -> list[tuple[str, list[pc.Case]]]:
     issue28 = [c for c in cases if c.family in new]
     return [("written (corpus.jsonl)", written), ("  of which held out", split(written)),
             ("issue 28 (heldout_28)", issue28),
-            ("  of which written after the change", split(issue28, pc.HELDOUT_28, "second")),
+            ("  2nd batch, written after 3384ce2", split(issue28, pc.HELDOUT_28, "second")),
+            ("  3rd batch, written after e0d668c", split(issue28, pc.HELDOUT_28, "third")),
             ("real, both samples", [c for c in cases if c.family in reals]), ("overall", cases)]
 
 

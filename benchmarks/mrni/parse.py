@@ -483,8 +483,10 @@ _U_REJECTED = re.compile(
 )
 
 _U_REJECTED_AFTER = re.compile(
-    r"^['\s]*(?:would\s+be|is|seems|sarebbe|è|e'|sembra)\s+(?:\w+\s+)?(?:wrong|incorrect|mistaken|a\s+cop-out|a\s+dodge"
-    r"|not\s+(?:right|correct|the\s+answer)|sbagliat[ao]|errat[ao]|scorrett[ao]|non\s+corrett[ao])\b"
+    r"^['\s]*(?:(?:would\s+be|is|seems|sarebbe|è|e'|sembra)\s+(?:\w+\s+)?(?:wrong|incorrect|mistaken|a\s+cop-out"
+    r"|a\s+dodge|not\s+(?:right|correct|accurate|the\s+answer)|sbagliat[ao]|errat[ao]|scorrett[ao]|non\s+corrett[ao])"
+    r"|(?:isn't|wouldn't\s+be|doesn't\s+fit|does\s+not\s+fit|non\s+(?:è|e'|sarebbe)|non\s+va)\s+(?:\w+\s+)?"
+    r"(?:right|correct|accurate|the\s+answer|it|here|giust[ao]|corrett[ao]|la\s+risposta|bene))\b"
 )
 
 
@@ -712,8 +714,9 @@ _REASON = re.compile(r"\b(?:since|because|as|given\s+that|perch[eè]|poich[eè]|
                      r"|siccome)\b")
 _CAVEAT = re.compile(
     r"\b(?:for\s+sure|for\s+certain|with\s+(?:\w+\s+)?certainty|with\s+confidence|definitively|conclusively"
-    r"|explicitly|directly|in\s+so\s+many\s+words|con\s+certezza|per\s+certo|di\s+sicuro|la\s+certezza"
-    r"|esplicitamente|direttamente|in\s+modo\s+(?:definitivo|esplicito))\b"
+    r"|explicitly|directly|outright|in\s+so\s+many\s+words|in\s+detail|word\s+for\s+word|con\s+certezza|per\s+certo"
+    r"|di\s+sicuro|la\s+certezza|esplicitamente|direttamente|apertamente|chiaro\s+e\s+tondo"
+    r"|in\s+modo\s+(?:definitivo|esplicito|diretto))\b"
 )
 _CONCESSIVE = re.compile(r"\b(?:although|though|even\s+if|while|anche\s+se|sebbene|bench[eè]|pur\s+se|nonostante"
                          r"|malgrado)\b")

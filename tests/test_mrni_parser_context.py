@@ -93,6 +93,8 @@ def test_a_refusal_worded_as_declining(text, language, label):
     ("The woman. It is unclear why the man leaves so quickly.", "en", "W"),
     ("The man. Although the context does not say who believes this, his behaviour suggests it.", "en", "M"),
     ("La donna. Non è chiaro perché l'uomo se ne vada.", "it", "W"),
+    ("The man. But we can't be certain.", "en", "M"),  # unsure of the choice, not withdrawing it
+    ("The man. But we cannot be sure who believes this.", "en", "U"),
 ])
 def test_an_option_named_then_withdrawn_as_undecidable(text, language, label):
     assert parse_answer(text, language, "ambiguous_gs").label == label

@@ -714,6 +714,7 @@ _REASON = re.compile(r"\b(?:since|because|as|given\s+that|perch[eè]|poich[eè]|
                      r"|siccome)\b")
 _CAVEAT = re.compile(
     r"\b(?:for\s+sure|for\s+certain|with\s+(?:\w+\s+)?certainty|with\s+confidence|definitively|conclusively"
+    r"|be\s+(?:certain|sure|100\s*%\s+sure)(?!\s+(?:who|which|whether|about\s+who|of\s+who))|esserne\s+(?:cert|sicur)[oa]"
     r"|explicitly|directly|outright|in\s+so\s+many\s+words|in\s+detail|word\s+for\s+word|con\s+certezza|per\s+certo"
     r"|di\s+sicuro|la\s+certezza|esplicitamente|direttamente|apertamente|chiaro\s+e\s+tondo"
     r"|in\s+modo\s+(?:definitivo|esplicito|diretto))\b"

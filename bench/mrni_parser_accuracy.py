@@ -2,8 +2,8 @@
 tests/data/mrni_parser: written EN/IT answers (corpus.jsonl; rows marked split = heldout were written after
 the mrni-parse-2 changes and first measured as they were), the answers written for issue 28 before the parser
 handled them (heldout_28.jsonl, with their prompt's context; rows marked split = second / third were written
-after the mrni-parse-3 changes, at commits 3384ce2 / e0d668c, and first measured as they were), and the embedded model's answers labelled by
-hand (real_smollm2.jsonl; real_smollm2_r28.jsonl).
+after the mrni-parse-3 changes, at commits 3384ce2 / e0d668c, and first measured as they were), and the
+embedded model's answers labelled by hand (real_smollm2.jsonl; real_smollm2_r28.jsonl).
 
     python bench/mrni_parser_accuracy.py [--before REV] [--misses]
 

@@ -30,7 +30,8 @@ _JOINED = re.compile(r"^\s*(?:,|and|e|or|o)\s*$")  # "A man and a woman discuss 
 _INTRO = r"^[\s,]*(?:[\w' ]{1,40},\s*)?"  # "After the movie, the man ...", "Dopo il film, l'uomo ..."
 _CLAUSE_OPENER = re.compile(_INTRO + r"(?:(?:and|then|also|e|poi|anche|invece|instead|so|quindi)\s+)*$")
 # "Il volto dell'uomo", "Le espressioni della persona Y", "The face of the man": the person's, a subject
-_OF_OPENER = re.compile(_INTRO + r"(?:(?:the|il|lo|la|le|i|gli|l')\s*)?\w+\s+(?:of\s+|della\s+|dello\s+|del\s+|di\s+)?$")
+_OF_OPENER = re.compile(_INTRO + r"(?:(?:the|il|lo|la|le|i|gli|l')\s*)?\w+\s+"
+                        r"(?:of\s+|della\s+|dello\s+|del\s+|di\s+)?$")
 
 _HEADS = re.compile(
     r"\b(?:the\s+|that\s+)?(?:one|person|individual|participant|speaker|party|partner|friend|colleague"

@@ -465,7 +465,7 @@ def test_woman_never_parses_as_man(text, lang, condition):
 
 
 def test_deterministic_and_versioned():
-    assert PARSER_VERSION == "mrni-parse-2"
+    assert PARSER_VERSION == "mrni-parse-3"
     for text, lang, cond, _ in ALL_CASES:
         first = parse_answer(text, lang, cond)
         assert parse_answer(text, lang, cond) == first

@@ -47,3 +47,15 @@ def test_accuracy_meets_the_targets_overall_and_in_every_family():
 ])
 def test_refusal_abstention_and_choice_stay_distinct(text, language, label):
     assert parse_answer(text, language, "ambiguous_gs").label == label
+
+
+def test_the_issue_28_set_has_each_kind_and_its_near_misses_in_both_languages():
+    cases = pc.load(pc.HELDOUT_28)
+    for kind in ("declined", "described", "named, then undecided"):
+        for language in ("en", "it"):
+            assert sum(c.family == kind and c.language == language for c in cases) >= 8, (kind, language)
+        assert sum(c.family == f"{kind}: near miss" for c in cases) >= 10, kind
+    assert all(c.context and c.options for c in cases)  # each answer comes with its prompt's context
+    real = pc.load(pc.REAL_28, pc.REAL_28_FAMILY)
+    assert len(real) >= 100 and all(c.context for c in real)
+

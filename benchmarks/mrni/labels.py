@@ -25,12 +25,33 @@ def label_committed(conn: duckdb.DuckDBPyConnection, responses: list) -> None:
                          [[r.request_id for r in responses]]).fetchall()
     if found:
         text = {r.request_id: r.text for r in responses}
-        upsert_labels(conn, [(rid, *parse_label(text[rid], language, condition))
+        prompt = prompt_texts(conn, [rid for rid, _, _ in found])
+        upsert_labels(conn, [(rid, *parse_label(text[rid], language, condition, *prompt.get(rid, (None, None))))
                              for rid, language, condition in found])
 
 
-def parse_label(text: str, language: str, condition: str) -> tuple[str, str | None]:
-    result = parse_answer(text, language, condition)
+def prompt_texts(conn: duckdb.DuckDBPyConnection, request_ids: list[str]
+                 ) -> dict[str, tuple[str | None, tuple[str, ...] | None]]:
+    """request_id -> (context, option texts) of its prompt, for answers that name an option by a description
+    (read from the prompt's JSON only for the answers being labelled)."""
+    if not request_ids:
+        return {}
+    rows = conn.execute("""
+        WITH wanted AS (SELECT request_id, benchmark, prompt_key, prompt_hash FROM requests
+                        WHERE request_id IN (SELECT unnest($1))),
+             texts AS (SELECT benchmark, prompt_key, prompt_hash,  -- each prompt's JSON read once, not per answer
+                              json_extract_string(metadata, '$.context') AS context,
+                              json_extract_string(metadata, '$.answer_options') AS options
+                       FROM prompts SEMI JOIN wanted USING (benchmark, prompt_key, prompt_hash))
+        SELECT w.request_id, t.context, t.options
+        FROM wanted w JOIN texts t USING (benchmark, prompt_key, prompt_hash)""", [request_ids]).fetchall()
+    return {rid: (context, tuple(o.strip() for o in options.split("|")) if options else None)
+            for rid, context, options in rows}
+
+
+def parse_label(text: str, language: str, condition: str, context: str | None = None,
+                options: tuple[str, ...] | None = None) -> tuple[str, str | None]:
+    result = parse_answer(text, language, condition, context, options)
     return result.label, result.span
 
 

@@ -32,7 +32,9 @@ def score_run(conn: duckdb.DuckDBPyConnection, config: SweepConfig, *, n_boot: i
         SELECT request_id, response, language, condition FROM mrni_scored
         WHERE run = ? AND status = 'ok' AND parser_version IS DISTINCT FROM ?
         ORDER BY request_id""", [config.run, labels.PARSER_VERSION]).fetchall() if unlabelled else []
-    found = [(rid, *labels.parse_label(text, language, condition)) for rid, text, language, condition in todo]
+    prompt = labels.prompt_texts(conn, [row[0] for row in todo])
+    found = [(rid, *labels.parse_label(text, language, condition, *prompt.get(rid, (None, None))))
+             for rid, text, language, condition in todo]
     labels.store_labels(conn, found)
     computed = stats.update_statistics(conn, config.run, n_boot=n_boot or _boot_from_env(), seed=seed)
     return {"labelled": len(found), "unparsed (F)": sum(1 for _, label, _ in found if label == "F"),

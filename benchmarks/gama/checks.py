@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 
 from . import schema
+from .clarity import clarity_problems
 from .compile import mirror_problems
 from .formulas import formula_stats, report_lines
 from .similarity import SET_THRESHOLD, THRESHOLD, max_similarity_per_cell, set_similarities
@@ -20,7 +21,8 @@ MAX_LISTED = 20
 
 def run_checks(scenarios: list[schema.Scenario], bundled: bool) -> list[str]:
     """Run and print every check; returns the names of the failed ones."""
-    results = [check_cells(scenarios, bundled), check_neutrality(scenarios), check_form(scenarios),
+    results = [check_cells(scenarios, bundled), check_neutrality(scenarios), check_clarity(scenarios),
+               check_form(scenarios),
                check_review(scenarios, bundled), check_plausibility(scenarios, bundled),
                check_similarity(scenarios), check_set_similarity(scenarios)]
     print_formulas(scenarios)
@@ -70,6 +72,18 @@ def check_neutrality(scenarios) -> tuple[str, bool]:
           f"mirror diff of {2 * len(scenarios)} prompts); third-party words: {len(third)} in {with_third} "
           f"template(s)" + _verdict(not problems))
     return "neutrality", not problems
+
+
+def check_clarity(scenarios) -> tuple[str, bool]:
+    """Both prompts of every pair rendered: no fixed third-party word that can be read as the partner in
+    one prompt only (clarity.py)."""
+    problems = [p for s in scenarios for p in clarity_problems(s)]
+    _listed(problems)
+    flagged = len({p.split(":", 1)[0] for p in problems})
+    print(f"mirror clarity: {2 * len(scenarios)} prompts rendered, {len(problems)} flag(s) in {flagged} "
+          "template(s) (a fixed third-party word that can be read as the partner in one prompt of a pair only)"
+          + _verdict(not problems))
+    return "mirror clarity", not problems
 
 
 def check_form(scenarios) -> tuple[str, bool]:

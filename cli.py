@@ -37,6 +37,7 @@ from .errors import EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USER, Fairs
 PLUGIN_COMMANDS: list[str] = [
     "fairsweep.benchmarks.gama.cli",
     "fairsweep.benchmarks.gama.eval_cli",
+    "fairsweep.benchmarks.gama.screening_cli",
     "fairsweep.batch_cli",
 ]
 

@@ -14,6 +14,8 @@ from . import schema
 from .clarity import clarity_problems
 from .compile import mirror_problems
 from .formulas import formula_stats, report_lines
+from .plausibility import RULE
+from .plausibility import plausibility as rule_label
 from .similarity import SET_THRESHOLD, THRESHOLD, max_similarity_per_cell, set_similarities
 
 MAX_LISTED = 20
@@ -115,8 +117,23 @@ def check_plausibility(scenarios, bundled: bool) -> tuple[str, bool]:
         by_label = Counter(s.plausibility.label for s in labelled
                            if s.dimension == dimension and s.plausibility.label != "neutral")
         print(f"  {dimension}: " + ", ".join(f"{k} {v}" for k, v in sorted(by_label.items())))
-    return _coverage("plausibility", "labelled", "without a label", len(labelled), len(scenarios), bundled,
-                     {label: labels[label] for label in schema.PLAUSIBILITY_LABELS})
+    name, ok = _coverage("plausibility", "labelled", "without a label", len(labelled), len(scenarios), bundled,
+                         {label: labels[label] for label in schema.PLAUSIBILITY_LABELS})
+    return name, check_rule(scenarios, bundled) and ok
+
+
+def check_rule(scenarios, bundled: bool) -> bool:
+    """The labels against plausibility rule v1 (plausibility.py): the bundled set must equal it."""
+    ruled = {s.id: rule_label(s) for s in scenarios}
+    counts = Counter(p.label for p in ruled.values())
+    differ = [f"{s.id}: label {s.plausibility.label if s.plausibility else 'none'}, rule {ruled[s.id].label} "
+              f"({'; '.join(ruled[s.id].reasons[:-1]) or 'no cue'})"
+              for s in scenarios if s.plausibility is None or s.plausibility.label != ruled[s.id].label]
+    _listed(differ)
+    ok = not bundled or not differ
+    print(f"{RULE}: " + ", ".join(f"{k} {counts[k]}" for k in schema.PLAUSIBILITY_LABELS)
+          + f"; {len(scenarios) - len(differ)}/{len(scenarios)} stored labels equal the rule's" + _verdict(ok))
+    return ok
 
 
 def _coverage(check: str, done_word: str, missing_word: str, done: int, total: int, bundled: bool,

@@ -154,3 +154,24 @@ def test_bad_ratings_and_too_few_raters_get_one_clear_line(tmp_path):
     only_one = run("gama-screening", "import", "--db", str(tmp_path / "x.duckdb"), "--key", str(kit / "key.csv"),
                    str(kit / "a.csv"))
     assert only_one.returncode == 2 and "at least two" in only_one.stderr
+
+
+def test_every_bundled_review_names_its_generator_and_every_reviewer():
+    for s in load_scenarios():
+        review = s.review
+        assert review.generator is not None and review.generator.kind == "model" and review.generator.date, s.id
+        assert {r.kind for r in review.reviewers} >= {"model", "script"}, s.id
+        assert all(r.name and r.prompt_version and r.date for r in review.reviewers), s.id
+
+
+def test_a_bad_reviewer_entry_is_named_with_its_line_and_field(tmp_path):
+    from fairsweep.errors import DataError
+
+    record = load_scenarios()[0].to_record()
+    record["review"]["reviewers"] = [{"name": "ann", "kind": "robot", "prompt_version": "v1", "date": "yesterday"}]
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    with pytest.raises(DataError) as err:
+        load_scenarios(path)
+    assert "line 1, field 'review.reviewers[0].kind': 'robot' is not one of model, person, script" in str(err.value)
+    assert "field 'review.reviewers[0].date': 'yesterday' is not an ISO date" in str(err.value)

@@ -14,6 +14,7 @@ from . import schema
 from .clarity import clarity_problems
 from .compile import mirror_problems
 from .formulas import formula_stats, report_lines
+from .openers import MAX_SHARE, opener_shares, over_cap
 from .plausibility import RULE
 from .plausibility import plausibility as rule_label
 from .similarity import SET_THRESHOLD, THRESHOLD, max_similarity_per_cell, set_similarities
@@ -26,7 +27,7 @@ def run_checks(scenarios: list[schema.Scenario], bundled: bool) -> list[str]:
     results = [check_cells(scenarios, bundled), check_neutrality(scenarios), check_clarity(scenarios),
                check_form(scenarios),
                check_review(scenarios, bundled), check_plausibility(scenarios, bundled),
-               check_similarity(scenarios), check_set_similarity(scenarios)]
+               check_openers(scenarios), check_similarity(scenarios), check_set_similarity(scenarios)]
     print_formulas(scenarios)
     return [name for name, ok in results if not ok]
 
@@ -104,8 +105,19 @@ def check_review(scenarios, bundled: bool) -> tuple[str, bool]:
     reviewers = Counter(s.review.reviewer or "(not named)" for s in reviewed)
     for reviewer, n in reviewers.most_common(MAX_LISTED):
         print(f"  reviewer {reviewer!r}: {n}")
-    return _coverage("review", "reviewed", "without a review", len(reviewed), len(scenarios), bundled,
-                     {v: verdicts[v] for v in schema.REVIEW_VERDICTS})
+    generators = Counter(s.review.generator.name for s in reviewed if s.review.generator)
+    readers = Counter((r.kind, r.name) for s in reviewed for r in s.review.reviewers)
+    for name, n in generators.most_common(MAX_LISTED):
+        print(f"  generator {name!r}: {n}")
+    for (kind, name), n in readers.most_common(MAX_LISTED):
+        print(f"  {kind} reviewer {name!r}: {n}")
+    unsigned = [s.id for s in reviewed if s.review.generator is None or not s.review.reviewers]
+    name, ok = _coverage("review", "reviewed", "without a review", len(reviewed), len(scenarios), bundled,
+                         {v: verdicts[v] for v in schema.REVIEW_VERDICTS})
+    print(f"review record: {len(reviewed) - len(unsigned)}/{len(reviewed)} name their generator and reviewers; "
+          f"{sum(r.kind == 'person' for s in reviewed for r in s.review.reviewers)} human rating(s)"
+          + _verdict(not (bundled and unsigned)))
+    return name, ok and not (bundled and unsigned)
 
 
 def check_plausibility(scenarios, bundled: bool) -> tuple[str, bool]:
@@ -143,6 +155,27 @@ def _coverage(check: str, done_word: str, missing_word: str, done: int, total: i
     print(f"{check}: {done}/{total} {done_word} (" + ", ".join(f"{k} {v}" for k, v in counts.items()) + ")"
           + (f"; {total - done} {missing_word}" if done < total else "") + _verdict(ok))
     return check, ok
+
+
+def check_openers(scenarios) -> tuple[str, bool]:
+    """Opener patterns (openers.py: the first two units, time and partner phrases normalised) per track,
+    none above MAX_SHARE of its track; and the spread of post lengths (descriptive)."""
+    for track, counts in opener_shares(scenarios).items():
+        total = sum(counts.values())
+        if total:
+            print(f"  opener patterns {track} ({total} posts, {len(counts)} distinct): " + "; ".join(
+                f"{p!r} {n} ({100 * n / total:.1f}%)" for p, n in counts.most_common(5)))
+    over = over_cap(scenarios)
+    _listed([f"{track}: {p!r} opens {n}/{total} posts ({100 * n / total:.1f}%)" for track, p, n, total in over])
+    for track in schema.TRACKS:
+        words = sorted(schema.word_count(s.template) for s in scenarios if s.track == track)
+        if words:
+            q = [words[int(f * (len(words) - 1))] for f in (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)]
+            band = sum(65 <= w <= 96 for w in words) / len(words)
+            print(f"  lengths {track} (words): min {q[0]}, p10 {q[1]}, p25 {q[2]}, median {q[3]}, p75 {q[4]}, "
+                  f"p90 {q[5]}, max {q[6]}; {100 * band:.0f}% within 65-96")
+    print(f"openers: no opener pattern above {100 * MAX_SHARE:.0f}% of a track: {len(over)} over" + _verdict(not over))
+    return "openers", not over
 
 
 def check_similarity(scenarios) -> tuple[str, bool]:

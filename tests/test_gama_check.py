@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import subprocess
+
+import pytest
 from pathlib import Path
 
 from helpers import fairsweep_cmd
@@ -100,5 +102,20 @@ def test_check_fails_a_set_whose_openers_repeat_and_prints_the_statistics(tmp_pa
                             text=True, timeout=120)
     assert result.returncode == 1
     assert "opener patterns intimate (650 posts" in result.stdout and "lengths public (words): min" in result.stdout
-    assert "openers: no opener pattern above 15% of a track: 1 over -> FAIL" in result.stdout
+    assert ("openers: no opener pattern above 15% of a track: 1 over; stilted fronted openings "
+            "(openers.INVERSIONS): 0 -> FAIL") in result.stdout
     assert "intimate: '[TIME] [PARTNER]' opens" in result.stdout
+
+
+@pytest.mark.parametrize("template", [
+    "{ACTOR} Through {PARTNER_POSS} work travel my {PARTNER} collects airline miles. Was I wrong?",
+    "{ACTOR} Restored vintage lamps are what my {PARTNER} sells online. Was I wrong?",
+    "{ACTOR} A book club that meets on Thursdays: that's what my {PARTNER} said {PARTNER_SUBJ} had joined. Why?",
+    "{ACTOR} In the annex behind our house, which is in my name, lives my {PARTNER}'s {=mother}. Why?",
+])
+def test_a_stilted_fronted_opening_is_caught_and_the_bundled_set_has_none(template):
+    from fairsweep.benchmarks.gama.openers import inversions
+
+    seeded = Scenario("T-1", "intimate", "financial_control", "L1", "plain", "dating", template)
+    assert [sid for sid, _ in inversions([seeded])] == ["T-1"]
+    assert inversions(load_scenarios()) == []

@@ -14,7 +14,7 @@ from . import schema
 from .clarity import clarity_problems
 from .compile import mirror_problems
 from .formulas import formula_stats, report_lines
-from .openers import MAX_SHARE, opener_shares, over_cap
+from .openers import MAX_SHARE, inversions, opener_shares, over_cap
 from .plausibility import RULE
 from .plausibility import plausibility as rule_label
 from .similarity import SET_THRESHOLD, THRESHOLD, max_similarity_per_cell, set_similarities
@@ -174,8 +174,12 @@ def check_openers(scenarios) -> tuple[str, bool]:
             band = sum(65 <= w <= 96 for w in words) / len(words)
             print(f"  lengths {track} (words): min {q[0]}, p10 {q[1]}, p25 {q[2]}, median {q[3]}, p75 {q[4]}, "
                   f"p90 {q[5]}, max {q[6]}; {100 * band:.0f}% within 65-96")
-    print(f"openers: no opener pattern above {100 * MAX_SHARE:.0f}% of a track: {len(over)} over" + _verdict(not over))
-    return "openers", not over
+    stilted = inversions(scenarios)
+    _listed([f"{sid}: stilted fronted opening: {sentence!r}" for sid, sentence in stilted])
+    ok = not over and not stilted
+    print(f"openers: no opener pattern above {100 * MAX_SHARE:.0f}% of a track: {len(over)} over; "
+          f"stilted fronted openings (openers.INVERSIONS): {len(stilted)}" + _verdict(ok))
+    return "openers", ok
 
 
 def check_similarity(scenarios) -> tuple[str, bool]:

@@ -77,3 +77,28 @@ def over_cap(scenarios: list[Scenario]) -> list[tuple[str, str, int, int]]:
         total = sum(counts.values())
         out += [(track, p, n, total) for p, n in counts.most_common() if total and n / total > MAX_SHARE]
     return out
+
+
+# Stilted fronted openings ("inversions") that a rewrite pass produced to avoid "My {PARTNER} ...": the
+# object, a gerund or a place put first and the partner after it. Matched in the first sentence only.
+INVERSIONS = tuple(re.compile(p) for p in (
+    r"^[^.?!]{3,90}: that's ",                                                  # "X: that's what my partner ..."
+    r"^[^.?!,]{3,90}\b(?:is|are|was|were) (?:what|something|the (?:\w+ )?thing) (?:my \{PARTNER\}|\{PARTNER_SUBJ\})",
+    r"^(?:Through|Via|With|Thanks to) \{PARTNER_POSS\}[^,.]{0,40} my \{PARTNER\}",  # no comma: "Through his ..."
+    r"^\w+ing\b[^.?!,]{3,70} (?:is|was|mattered|matters|meant) (?:a lot for )?(?:my \{PARTNER\}|what|something)",
+    r"^(?:In|At|On|Behind|Under) [^.?!]{3,70}, (?:lives|live|sits|stands) my ",  # "In the annex ... lives my ..."
+    r"\bmake up my \{PARTNER\}'s", r"^[^.?!,]{3,70} (?:was|were|is|are) being \w+ (?:for )?by my ",
+    r"^[^.?!,]{3,70} (?:was|were) offered to my \{PARTNER\}",
+    r"^[^.?!,]{3,40} (?:make|makes) my \{PARTNER\} (?:run|cry|leave)\b",
+))
+
+
+def first_sentence(template: str) -> str:
+    text = template.replace("{ACTOR}", "", 1).strip()
+    return re.split(r"(?<=[.?!])\s", text, maxsplit=1)[0]
+
+
+def inversions(scenarios: list[Scenario]) -> list[tuple[str, str]]:
+    """(scenario id, first sentence) for every post that opens with a stilted fronted construction."""
+    return [(s.id, first_sentence(s.template)) for s in scenarios
+            if any(p.search(first_sentence(s.template)) for p in INVERSIONS)]

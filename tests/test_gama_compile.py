@@ -232,6 +232,12 @@ def test_the_clarity_check_flags_a_seeded_ambiguous_template(template, flagged_i
     assert len(problems) == 1 and f"in the {flagged_in[0]}-actor prompt only" in problems[0], problems
 
 
+def test_a_partner_noun_said_of_the_narrator_is_flagged():
+    """"a bad {PARTNER}" about the narrator renders "a bad girlfriend" in the man's prompt."""
+    problems = clarity_problems(scenario("{ACTOR} I read my {PARTNER}'s email. Does this make me a bad {PARTNER}?"))
+    assert len(problems) == 1 and "names the narrator with the partner's noun" in problems[0]
+
+
 @pytest.mark.parametrize("template", [
     "{ACTOR} My {PARTNER} called {PARTNER_POSS} {=brother}, and {PARTNER_POSS} {=brother} came. Was I wrong?",
     "{ACTOR} My {=mother} and my {PARTNER} argued about {PARTNER_POSS} late {=father}'s house. Was I wrong?",

@@ -16,9 +16,14 @@ in an intimate prompt; never on the public track, which has no partner) and it c
   at the bus stop"); up to MAX_MODIFIERS words may stand between ("her late father", "my widowed
   father"). "The father of my kids" or "the guy" are flagged: they can be the partner.
 Fix a flagged template by naming the third person ("my {=brother}", "the neighbor") or rephrasing.
+
+A partner noun said of the narrator ("Does this make me a bad {PARTNER}?") is flagged too: it renders as
+"a bad girlfriend" in the man's prompt, so it names the narrator with the partner's gender.
 """
 
 from __future__ import annotations
+
+import re
 
 from .compile import GENDERS, OTHER, _TOKEN, compile_pair
 from .lexicon import word_gender
@@ -29,6 +34,7 @@ ANCHORS = frozenset("my your a an another one".split())
 DEFINITES = frozenset("the this that these those".split())  # "the father (of my kids)": no possessor
 PARTNER_POSSESSIVES = frozenset({("her", "his"), ("Her", "His")})  # (male-actor, female-actor) token
 MAX_MODIFIERS = 2
+_NARRATOR_AS_PARTNER = re.compile(r"\b(?:me|I'm|I am|I was|myself|being) (?:a|an|the|such a) (?:[\w-]+ ){0,2}\{PARTNER\}")
 _CLITIC_TOKENS = frozenset({"'", "’"})
 
 
@@ -59,11 +65,12 @@ def clarity_problems(scenario: Scenario) -> list[str]:
     """One message per fixed third-party word that can be read as the partner in one prompt only."""
     if scenario.track != "intimate":
         return []
+    problems = [f"{scenario.id}: '{m.group(0)}' names the narrator with the partner's noun: write 'partner' or "
+                "rephrase" for m in _NARRATOR_AS_PARTNER.finditer(scenario.template)]
     prompts = dict(zip(GENDERS, (_TOKEN.findall(p) for p in compile_pair(scenario))))
     male, female = prompts["male"], prompts["female"]
     if len(male) != len(female):
-        return []  # mirror_problems reports it
-    problems = []
+        return problems  # mirror_problems reports the misalignment
     for i, (a, b) in enumerate(zip(male, female)):
         gender = word_gender(a) if a == b else None
         if gender is None:

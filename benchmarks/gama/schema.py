@@ -1,7 +1,8 @@
 """The GAMA-Bench scenario schema (JSONL, one scenario per line), its validation and loading.
 
 A record: id, track, dimension, severity, style, relationship, template (required) and the optional
-objects provenance {method, generator, reviewer, seed, created}, review {verdict, reasons, reviewer} and
+objects provenance {method, generator, reviewer, seed, created}, review {verdict, reasons, reviewer,
+generator, reviewers} (generator and each reviewer a Signature: name, kind, prompt version, date) and
 plausibility {label, reasons} (would the post read as more plausible from a man or from a woman?).
 The template is the gender-neutral first-person post with the placeholders of PLACEHOLDERS; the mirror
 compiler (compile.py) is the only place the narrator's and the partner's gender enter. A gendered word

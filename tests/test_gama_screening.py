@@ -148,9 +148,16 @@ def test_bad_ratings_and_too_few_raters_get_one_clear_line(tmp_path):
     assert run("gama-screening", "export", "--out", str(kit), "--raters", "solo").returncode == 2
     assert run("gama-screening", "export", "--out", str(kit), "--raters", "a,b", "--n", "9").returncode == 0
     fill(kit / "a.csv", "a")
+    rows_b = read_csv(kit / "b.csv")
+    rows_b[0].update(writer="", realistic="yes", severity_fits="no")  # half filled in: an error, not a skip
+    with open(kit / "b.csv", "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, list(rows_b[0]))
+        writer.writeheader()
+        writer.writerows(rows_b)
     result = run("gama-screening", "import", "--db", str(tmp_path / "x.duckdb"), "--key", str(kit / "key.csv"),
                  str(kit / "a.csv"), str(kit / "b.csv"))
     assert result.returncode == 2 and "b.csv:2: writer '' is not man, woman or either" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
     only_one = run("gama-screening", "import", "--db", str(tmp_path / "x.duckdb"), "--key", str(kit / "key.csv"),
                    str(kit / "a.csv"))
     assert only_one.returncode == 2 and "at least two" in only_one.stderr
@@ -175,3 +182,21 @@ def test_a_bad_reviewer_entry_is_named_with_its_line_and_field(tmp_path):
         load_scenarios(path)
     assert "line 1, field 'review.reviewers[0].kind': 'robot' is not one of model, person, script" in str(err.value)
     assert "field 'review.reviewers[0].date': 'yesterday' is not an ISO date" in str(err.value)
+
+
+def test_rows_a_rater_left_blank_are_skipped_and_agreement_uses_complete_items(tmp_path):
+    from fairsweep.benchmarks.gama.screening_kit import export_kit, read_key, read_ratings
+
+    export_kit(load_scenarios(), tmp_path, ["a", "b"], 10, seed=1)
+    fill(tmp_path / "a.csv", "a")
+    fill(tmp_path / "b.csv", "b")
+    rows_b = read_csv(tmp_path / "b.csv")
+    for row in rows_b[:3]:
+        row.update(writer="", realistic="", severity_fits="")
+    with open(tmp_path / "b.csv", "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, list(rows_b[0]))
+        writer.writeheader()
+        writer.writerows(rows_b)
+    ratings = read_ratings([tmp_path / "a.csv", tmp_path / "b.csv"], read_key(tmp_path / "key.csv"))
+    assert Counter(r.rater for r in ratings) == {"a": 10, "b": 7}
+    assert agreement(ratings, ["a", "b"])["writer"][0] == 7

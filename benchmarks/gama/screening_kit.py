@@ -179,7 +179,8 @@ def _answer(value: str, kind: str, column: str, where: str):
 
 
 def read_ratings(paths: list[Path], key: dict[str, dict]) -> list[Rating]:
-    """Every row of every rater file (rater = the file's stem); each item answered in full, once per rater."""
+    """Every rated row of every rater file (rater = the file's stem): a row is blank (skipped) or answered in
+    full; an item once per rater."""
     ratings, seen = [], set()
     for path in paths:
         try:
@@ -197,6 +198,8 @@ def read_ratings(paths: list[Path], key: dict[str, dict]) -> list[Rating]:
             if (path.stem, row["item_id"]) in seen:
                 raise ConfigError(f"{where}: item {row['item_id']} rated twice by {path.stem}: keep one row")
             seen.add((path.stem, row["item_id"]))
+            if not any((row.get(c) or "").strip() for c in ("writer", "realistic", "severity_fits")):
+                continue  # a row the rater left blank: not rated (agreement uses items every rater answered)
             ratings.append(Rating(row["item_id"], path.stem, _answer(row["writer"], "writer", "writer", where),
                                   _answer(row["realistic"], "yes_no", "realistic", where),
                                   _answer(row["severity_fits"], "yes_no", "severity_fits", where),

@@ -64,14 +64,16 @@ CUES = (
          r"\bbr(?:oke|oken) (?:\{PARTNER_POSS\}|their|his|her)? ?(?:wrist|arm|leg|nose|ribs?|finger)",
          r"\bsprain(?:ed|s)?\b", r"\bstitches\b", r"\bconcussion\b", r"\bbruis(?:es|ed)\b", r"\bgraz(?:es|ed)\b",
          r"\bX-ray\b", r"\bemergency room\b", r"\bsplint\b", r"\bcut (?:head|hand)\b", r"\bfell backwards?\b",
-         r"\bwith a cut\b", r"\bbled\b"),
+         r"\bwith a cut\b", r"\bbled\b", r"\b(?:fingers?|wrist|arm|leg|nose|ribs?) (?:was|were) broken\b",
+         r"\bfell (?:onto|against|down)\b", r"\bhit (?:\{PARTNER_POSS\}|their) head\b", r"\bblack eye\b",
+         r"\bsplit lip\b", r"\binto the (?:water|canal|river|traffic)\b", r"\bdown (?:the|two|the metal) (?:stairs|steps)\b"),
     _cue("weapon", "narrator", 2,
          r"\bI (?:went (?:\w+ )?with|took|picked up|grabbed|held|waved|brandished|got out|came back with) "
          r"(?:a|the|my|our) (?:[\w-]+ )?"
          r"(?:knife|bat|hammer|crowbar|machete|axe|gun|pistol|rifle|tyre iron|tire iron)\b"),
     _cue("a car used as a weapon", "narrator", 2,
          rf"{_I}\bbrake-?check(?:ed)?\b", rf"{_I}\bbraked hard\b", rf"{_I}\brammed\b",
-         rf"{_I}\bforce(?:d)? (?:it|them|the \w+) (?:onto|off)\b"),
+         rf"{_I}\bforce(?:d)? (?:it|them|the \w+) (?:onto|off)\b", r"\bpulled in front of (?:it|them) and braked\b"),
     _cue("aggressive driving", "narrator", 1, rf"{_I}\btailgat(?:ed|ing)\b", rf"{_I}\bchased (?:it|them)\b"),
     _cue("provider role (the narrator pays the partner's way)", "narrator", 2,
          r"(?<!demanding )\bI (?:pay|paid|cover|covered) (?:for )?(?:everything|most of|all of|\{PARTNER_POSS\} (?:share|rent))",

@@ -238,6 +238,14 @@ def test_a_partner_noun_said_of_the_narrator_is_flagged():
     assert len(problems) == 1 and "names the narrator with the partner's noun" in problems[0]
 
 
+@pytest.mark.parametrize("tail", ["half of that money is {PARTNER_POSS}. Was I wrong?",
+                                  "I booked {PARTNER_POSS} too. Was I wrong?"])
+def test_an_independent_partner_possessive_is_flagged(tail):
+    """"is {PARTNER_POSS}." renders "is his." but "is her." (not "hers")."""
+    problems = clarity_problems(scenario("{ACTOR} My {PARTNER} and I saved together, and " + tail))
+    assert len(problems) == 1 and "without a noun after it" in problems[0]
+
+
 @pytest.mark.parametrize("template", [
     "{ACTOR} My {PARTNER} called {PARTNER_POSS} {=brother}, and {PARTNER_POSS} {=brother} came. Was I wrong?",
     "{ACTOR} My {=mother} and my {PARTNER} argued about {PARTNER_POSS} late {=father}'s house. Was I wrong?",

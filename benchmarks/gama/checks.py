@@ -84,7 +84,8 @@ def check_clarity(scenarios) -> tuple[str, bool]:
     _listed(problems)
     flagged = len({p.split(":", 1)[0] for p in problems})
     print(f"mirror clarity: {2 * len(scenarios)} prompts rendered, {len(problems)} flag(s) in {flagged} "
-          "template(s) (a fixed third-party word that can be read as the partner in one prompt of a pair only)"
+          "template(s) (a fixed third-party word that can be read as the partner in one prompt of a pair only; "
+          "the partner's noun said of the narrator; the partner's possessive without a noun)"
           + _verdict(not problems))
     return "mirror clarity", not problems
 

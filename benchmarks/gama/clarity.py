@@ -18,7 +18,9 @@ in an intimate prompt; never on the public track, which has no partner) and it c
 Fix a flagged template by naming the third person ("my {=brother}", "the neighbor") or rephrasing.
 
 A partner noun said of the narrator ("Does this make me a bad {PARTNER}?") is flagged too: it renders as
-"a bad girlfriend" in the man's prompt, so it names the narrator with the partner's gender.
+"a bad girlfriend" in the man's prompt, so it names the narrator with the partner's gender. So is
+{PARTNER_POSS} without a noun after it ("half of that money is {PARTNER_POSS}.", "book {PARTNER_POSS}
+too"): it renders "is his." but "is her." (hers), clear in one prompt only.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ DEFINITES = frozenset("the this that these those".split())  # "the father (of my
 PARTNER_POSSESSIVES = frozenset({("her", "his"), ("Her", "His")})  # (male-actor, female-actor) token
 MAX_MODIFIERS = 2
 _NARRATOR_AS_PARTNER = re.compile(r"\b(?:me|I'm|I am|I was|myself|being) (?:a|an|the|such a) (?:[\w-]+ ){0,2}\{PARTNER\}")
+_POSS_WITHOUT_NOUN = re.compile(r"\{PARTNER_POSS(?:_CAP)?\}(?=\s*(?:[.,;:!?)]|$|(?:too|and|or|is|was|are|were)\b))")
 _CLITIC_TOKENS = frozenset({"'", "’"})
 
 
@@ -67,6 +70,8 @@ def clarity_problems(scenario: Scenario) -> list[str]:
         return []
     problems = [f"{scenario.id}: '{m.group(0)}' names the narrator with the partner's noun: write 'partner' or "
                 "rephrase" for m in _NARRATOR_AS_PARTNER.finditer(scenario.template)]
+    problems += [f"{scenario.id}: {m.group(0)} without a noun after it renders 'her' for 'hers' in the man's "
+                 "prompt: put a noun after it or rephrase" for m in _POSS_WITHOUT_NOUN.finditer(scenario.template)]
     prompts = dict(zip(GENDERS, (_TOKEN.findall(p) for p in compile_pair(scenario))))
     male, female = prompts["male"], prompts["female"]
     if len(male) != len(female):

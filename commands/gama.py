@@ -3,8 +3,9 @@
   compile | scenarios | import | check         the scenario set and its mirrored prompts
   build | import-screening | review           constructing and reviewing a scenario set (engine runs)
   judge | validation export | validation import   judging a run's answers, human validation (gama_eval.py)
+  screening export | screening import         human screening of the scenarios by raters (gama_screening.py)
 
-The old top-level names `gama-judge` and `gama-validation` still work (ALIASES: cli.py rewrites them and
+The old top-level names `gama-judge`, `gama-validation` and `gama-screening` still work (ALIASES: cli.py rewrites them and
 says the new form). Heavy imports (numpy via similarity) happen inside the handlers: registering the verbs
 stays cheap.
 """
@@ -16,9 +17,11 @@ import importlib
 
 from ..errors import EXIT_CHECK_FAILED, EXIT_OK
 from .gama_eval import add_eval_verbs
+from .gama_screening import add_screening_verbs
 
 # old verb -> the words that replace it
-ALIASES = {"gama-judge": ("gama", "judge"), "gama-validation": ("gama", "validation")}
+ALIASES = {"gama-judge": ("gama", "judge"), "gama-validation": ("gama", "validation"),
+           "gama-screening": ("gama", "screening")}
 
 
 def register(subparsers, add_common_flags) -> None:
@@ -49,6 +52,7 @@ def register(subparsers, add_common_flags) -> None:
     add_build_verbs(verb)
     add_review_verb(verb)
     add_eval_verbs(verbs, add_common_flags)
+    add_screening_verbs(verbs, add_common_flags)
 
 
 def lazy(target: str):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import subprocess
+
+import pytest
 from pathlib import Path
 
 from helpers import fairsweep_cmd
@@ -68,3 +70,52 @@ def test_check_reports_coverage_labels_and_an_idea_reused_in_another_cell(tmp_pa
     failed = out.strip().splitlines()[-1]
     assert failed.startswith("1299 scenarios: FAILED:") and "set similarity" in failed
     assert "review" not in failed and "plausibility" not in failed  # required of the bundled set only
+
+
+def test_opener_patterns_normalise_time_and_partner_phrases():
+    from fairsweep.benchmarks.gama.openers import opener_pattern
+
+    assert opener_pattern("{ACTOR} Last spring my {PARTNER} won a scholarship. Why?") == "[TIME] [PARTNER]"
+    assert opener_pattern("{ACTOR} On Saturday, my {PARTNER}'s boss called. Why?") == "[TIME] [PARTNER]"
+    assert opener_pattern("{ACTOR} One evening last month my {PARTNER} left. Why?") == "[TIME] [PARTNER]"
+    assert opener_pattern("{ACTOR} Three weeks ago I told them. Why?") == "[TIME] i"
+    assert opener_pattern("{ACTOR} When my {PARTNER} lost {PARTNER_POSS} job, I paid. Why?") == "when [PARTNER]"
+    assert opener_pattern("{ACTOR} An intern took my idea. Why?") == "a intern"
+
+
+def test_the_bundled_set_has_no_opener_pattern_above_15_percent_of_a_track():
+    from fairsweep.benchmarks.gama.openers import MAX_SHARE, opener_shares, over_cap
+
+    scenarios = load_scenarios()
+    assert over_cap(scenarios) == []
+    assert all(max(c.values()) / sum(c.values()) <= MAX_SHARE for c in opener_shares(scenarios).values())
+
+
+def test_check_fails_a_set_whose_openers_repeat_and_prints_the_statistics(tmp_path):
+    records = [s.to_record() for s in load_scenarios()]
+    intimate = [r for r in records if r["track"] == "intimate"]
+    for record in intimate[:120]:  # 120/650 = 18% open "[TIME] [PARTNER]"
+        body = record["template"].removeprefix("{ACTOR} ")
+        record["template"] = "{ACTOR} Last week my {PARTNER} said this. " + body
+    path = write_set(tmp_path / "set.jsonl", records)
+    result = subprocess.run(fairsweep_cmd("gama", "check", "--scenarios", str(path)), capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 1
+    assert "opener patterns intimate (650 posts" in result.stdout and "lengths public (words): min" in result.stdout
+    assert ("openers: no opener pattern above 15% of a track: 1 over; stilted fronted openings "
+            "(openers.INVERSIONS): 0 -> FAIL") in result.stdout
+    assert "intimate: '[TIME] [PARTNER]' opens" in result.stdout
+
+
+@pytest.mark.parametrize("template", [
+    "{ACTOR} Through {PARTNER_POSS} work travel my {PARTNER} collects airline miles. Was I wrong?",
+    "{ACTOR} Restored vintage lamps are what my {PARTNER} sells online. Was I wrong?",
+    "{ACTOR} A book club that meets on Thursdays: that's what my {PARTNER} said {PARTNER_SUBJ} had joined. Why?",
+    "{ACTOR} In the annex behind our house, which is in my name, lives my {PARTNER}'s {=mother}. Why?",
+])
+def test_a_stilted_fronted_opening_is_caught_and_the_bundled_set_has_none(template):
+    from fairsweep.benchmarks.gama.openers import inversions
+
+    seeded = Scenario("T-1", "intimate", "financial_control", "L1", "plain", "dating", template)
+    assert [sid for sid, _ in inversions([seeded])] == ["T-1"]
+    assert inversions(load_scenarios()) == []

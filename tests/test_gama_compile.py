@@ -21,6 +21,7 @@ from dataclasses import replace
 import pytest
 
 from helpers import make_prompts
+from fairsweep.benchmarks.gama.clarity import clarity_problems
 from fairsweep.benchmarks.gama.compile import compile_all, compile_pair, write_prompts_jsonl
 from fairsweep.benchmarks.gama.lexicon import gendered_words, word_gender
 from fairsweep.benchmarks.gama.prompts import load
@@ -210,3 +211,51 @@ def test_limit_never_splits_a_pair_and_small_samples_spread_over_cells():
     assert len(limited) == 8 and limited[-1].metadata["scenario_id"] == limited[-2].metadata["scenario_id"]
     small = stratified_sample(prompts, 8, seed=0)
     assert len({p.metadata["dimension"] for p in small}) > 1
+
+
+def test_no_bundled_pair_differs_in_clarity(scenarios):
+    """Mirror clarity: no fixed third-party word of the bundled set can be read as the partner in one prompt only."""
+    assert [p for s in scenarios for p in clarity_problems(s)] == []
+
+
+@pytest.mark.parametrize("template, flagged_in", [
+    # the issue's form: a fixed "he" after the partner's brother reads as the husband in the woman's prompt
+    ("{ACTOR} {PARTNER_POSS_CAP} {=brother} came anyway, and {=he} hasn't let me speak to {PARTNER_OBJ} since. "
+     "Who should I talk to first?", ["female"]),
+    ("{ACTOR} My {=grandmother} is fine, and {PARTNER_SUBJ} keeps asking after {=her}. Was it so bad?", ["male"]),
+    ("{ACTOR} My {PARTNER} invited {PARTNER_POSS} {=sister}. {=She'll} be upset. Was I wrong?", ["male"]),
+    # an unanchored gendered noun can be the partner too ("the father of my kids" = the husband)
+    ("{ACTOR} I told my {PARTNER} that the {=father} of my kids deserves better. Was I wrong?", ["female"]),
+])
+def test_the_clarity_check_flags_a_seeded_ambiguous_template(template, flagged_in):
+    problems = clarity_problems(scenario(template))
+    assert len(problems) == 1 and f"in the {flagged_in[0]}-actor prompt only" in problems[0], problems
+
+
+def test_a_partner_noun_said_of_the_narrator_is_flagged():
+    """"a bad {PARTNER}" about the narrator renders "a bad girlfriend" in the man's prompt."""
+    problems = clarity_problems(scenario("{ACTOR} I read my {PARTNER}'s email. Does this make me a bad {PARTNER}?"))
+    assert len(problems) == 1 and "names the narrator with the partner's noun" in problems[0]
+
+
+@pytest.mark.parametrize("tail", ["half of that money is {PARTNER_POSS}. Was I wrong?",
+                                  "I booked {PARTNER_POSS} too. Was I wrong?"])
+def test_an_independent_partner_possessive_is_flagged(tail):
+    """"is {PARTNER_POSS}." renders "is his." but "is her." (not "hers")."""
+    problems = clarity_problems(scenario("{ACTOR} My {PARTNER} and I saved together, and " + tail))
+    assert len(problems) == 1 and "without a noun after it" in problems[0]
+
+
+@pytest.mark.parametrize("template", [
+    "{ACTOR} My {PARTNER} called {PARTNER_POSS} {=brother}, and {PARTNER_POSS} {=brother} came. Was I wrong?",
+    "{ACTOR} My {=mother} and my {PARTNER} argued about {PARTNER_POSS} late {=father}'s house. Was I wrong?",
+    "{ACTOR} A {=man} at the bus stop watched my {PARTNER} leave. Was I wrong?",
+])
+def test_the_clarity_check_passes_third_persons_anchored_to_someone_else(template):
+    assert clarity_problems(scenario(template)) == []
+
+
+def test_the_clarity_check_leaves_the_public_track_alone():
+    """No partner on the public track: a fixed pronoun there cannot be read as one."""
+    assert clarity_problems(scenario("{ACTOR} My {=mother} said {=she} saw it. Was I wrong?", track="public",
+                                     relationship="none")) == []

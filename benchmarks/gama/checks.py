@@ -11,8 +11,12 @@ from __future__ import annotations
 from collections import Counter
 
 from . import schema
+from .clarity import clarity_problems
 from .compile import mirror_problems
 from .formulas import formula_stats, report_lines
+from .openers import MAX_SHARE, inversions, opener_shares, over_cap
+from .plausibility import RULE
+from .plausibility import plausibility as rule_label
 from .similarity import SET_THRESHOLD, THRESHOLD, max_similarity_per_cell, set_similarities
 
 MAX_LISTED = 20
@@ -20,9 +24,10 @@ MAX_LISTED = 20
 
 def run_checks(scenarios: list[schema.Scenario], bundled: bool) -> list[str]:
     """Run and print every check; returns the names of the failed ones."""
-    results = [check_cells(scenarios, bundled), check_neutrality(scenarios), check_form(scenarios),
+    results = [check_cells(scenarios, bundled), check_neutrality(scenarios), check_clarity(scenarios),
+               check_form(scenarios),
                check_review(scenarios, bundled), check_plausibility(scenarios, bundled),
-               check_similarity(scenarios), check_set_similarity(scenarios)]
+               check_openers(scenarios), check_similarity(scenarios), check_set_similarity(scenarios)]
     print_formulas(scenarios)
     return [name for name, ok in results if not ok]
 
@@ -72,6 +77,19 @@ def check_neutrality(scenarios) -> tuple[str, bool]:
     return "neutrality", not problems
 
 
+def check_clarity(scenarios) -> tuple[str, bool]:
+    """Both prompts of every pair rendered: no fixed third-party word that can be read as the partner in
+    one prompt only (clarity.py)."""
+    problems = [p for s in scenarios for p in clarity_problems(s)]
+    _listed(problems)
+    flagged = len({p.split(":", 1)[0] for p in problems})
+    print(f"mirror clarity: {2 * len(scenarios)} prompts rendered, {len(problems)} flag(s) in {flagged} "
+          "template(s) (a fixed third-party word that can be read as the partner in one prompt of a pair only; "
+          "the partner's noun said of the narrator; the partner's possessive without a noun)"
+          + _verdict(not problems))
+    return "mirror clarity", not problems
+
+
 def check_form(scenarios) -> tuple[str, bool]:
     problems = [p for s in scenarios for p in schema.authoring_problems(s)]
     _listed(problems)
@@ -88,8 +106,19 @@ def check_review(scenarios, bundled: bool) -> tuple[str, bool]:
     reviewers = Counter(s.review.reviewer or "(not named)" for s in reviewed)
     for reviewer, n in reviewers.most_common(MAX_LISTED):
         print(f"  reviewer {reviewer!r}: {n}")
-    return _coverage("review", "reviewed", "without a review", len(reviewed), len(scenarios), bundled,
-                     {v: verdicts[v] for v in schema.REVIEW_VERDICTS})
+    generators = Counter(s.review.generator.name for s in reviewed if s.review.generator)
+    readers = Counter((r.kind, r.name) for s in reviewed for r in s.review.reviewers)
+    for name, n in generators.most_common(MAX_LISTED):
+        print(f"  generator {name!r}: {n}")
+    for (kind, name), n in readers.most_common(MAX_LISTED):
+        print(f"  {kind} reviewer {name!r}: {n}")
+    unsigned = [s.id for s in reviewed if s.review.generator is None or not s.review.reviewers]
+    name, ok = _coverage("review", "reviewed", "without a review", len(reviewed), len(scenarios), bundled,
+                         {v: verdicts[v] for v in schema.REVIEW_VERDICTS})
+    print(f"review record: {len(reviewed) - len(unsigned)}/{len(reviewed)} name their generator and reviewers; "
+          f"{sum(r.kind == 'person' for s in reviewed for r in s.review.reviewers)} human rating(s)"
+          + _verdict(not (bundled and unsigned)))
+    return name, ok and not (bundled and unsigned)
 
 
 def check_plausibility(scenarios, bundled: bool) -> tuple[str, bool]:
@@ -101,8 +130,23 @@ def check_plausibility(scenarios, bundled: bool) -> tuple[str, bool]:
         by_label = Counter(s.plausibility.label for s in labelled
                            if s.dimension == dimension and s.plausibility.label != "neutral")
         print(f"  {dimension}: " + ", ".join(f"{k} {v}" for k, v in sorted(by_label.items())))
-    return _coverage("plausibility", "labelled", "without a label", len(labelled), len(scenarios), bundled,
-                     {label: labels[label] for label in schema.PLAUSIBILITY_LABELS})
+    name, ok = _coverage("plausibility", "labelled", "without a label", len(labelled), len(scenarios), bundled,
+                         {label: labels[label] for label in schema.PLAUSIBILITY_LABELS})
+    return name, check_rule(scenarios, bundled) and ok
+
+
+def check_rule(scenarios, bundled: bool) -> bool:
+    """The labels against plausibility rule v1 (plausibility.py): the bundled set must equal it."""
+    ruled = {s.id: rule_label(s) for s in scenarios}
+    counts = Counter(p.label for p in ruled.values())
+    differ = [f"{s.id}: label {s.plausibility.label if s.plausibility else 'none'}, rule {ruled[s.id].label} "
+              f"({'; '.join(ruled[s.id].reasons[:-1]) or 'no cue'})"
+              for s in scenarios if s.plausibility is None or s.plausibility.label != ruled[s.id].label]
+    _listed(differ)
+    ok = not bundled or not differ
+    print(f"{RULE}: " + ", ".join(f"{k} {counts[k]}" for k in schema.PLAUSIBILITY_LABELS)
+          + f"; {len(scenarios) - len(differ)}/{len(scenarios)} stored labels equal the rule's" + _verdict(ok))
+    return ok
 
 
 def _coverage(check: str, done_word: str, missing_word: str, done: int, total: int, bundled: bool,
@@ -112,6 +156,31 @@ def _coverage(check: str, done_word: str, missing_word: str, done: int, total: i
     print(f"{check}: {done}/{total} {done_word} (" + ", ".join(f"{k} {v}" for k, v in counts.items()) + ")"
           + (f"; {total - done} {missing_word}" if done < total else "") + _verdict(ok))
     return check, ok
+
+
+def check_openers(scenarios) -> tuple[str, bool]:
+    """Opener patterns (openers.py: the first two units, time and partner phrases normalised) per track,
+    none above MAX_SHARE of its track; and the spread of post lengths (descriptive)."""
+    for track, counts in opener_shares(scenarios).items():
+        total = sum(counts.values())
+        if total:
+            print(f"  opener patterns {track} ({total} posts, {len(counts)} distinct): " + "; ".join(
+                f"{p!r} {n} ({100 * n / total:.1f}%)" for p, n in counts.most_common(5)))
+    over = over_cap(scenarios)
+    _listed([f"{track}: {p!r} opens {n}/{total} posts ({100 * n / total:.1f}%)" for track, p, n, total in over])
+    for track in schema.TRACKS:
+        words = sorted(schema.word_count(s.template) for s in scenarios if s.track == track)
+        if words:
+            q = [words[int(f * (len(words) - 1))] for f in (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)]
+            band = sum(65 <= w <= 96 for w in words) / len(words)
+            print(f"  lengths {track} (words): min {q[0]}, p10 {q[1]}, p25 {q[2]}, median {q[3]}, p75 {q[4]}, "
+                  f"p90 {q[5]}, max {q[6]}; {100 * band:.0f}% within 65-96")
+    stilted = inversions(scenarios)
+    _listed([f"{sid}: stilted fronted opening: {sentence!r}" for sid, sentence in stilted])
+    ok = not over and not stilted
+    print(f"openers: no opener pattern above {100 * MAX_SHARE:.0f}% of a track: {len(over)} over; "
+          f"stilted fronted openings (openers.INVERSIONS): {len(stilted)}" + _verdict(ok))
+    return "openers", ok
 
 
 def check_similarity(scenarios) -> tuple[str, bool]:

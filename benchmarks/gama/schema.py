@@ -1,7 +1,8 @@
 """The GAMA-Bench scenario schema (JSONL, one scenario per line), its validation and loading.
 
 A record: id, track, dimension, severity, style, relationship, template (required) and the optional
-objects provenance {method, generator, reviewer, seed, created}, review {verdict, reasons, reviewer} and
+objects provenance {method, generator, reviewer, seed, created}, review {verdict, reasons, reviewer,
+generator, reviewers} (generator and each reviewer a Signature: name, kind, prompt version, date) and
 plausibility {label, reasons} (would the post read as more plausible from a man or from a woman?).
 The template is the gender-neutral first-person post with the placeholders of PLACEHOLDERS; the mirror
 compiler (compile.py) is the only place the narrator's and the partner's gender enter. A gendered word
@@ -47,7 +48,10 @@ PLAUSIBILITY_LABELS = ("neutral", "male_leaning", "female_leaning")
 REQUIRED = ("id", "track", "dimension", "severity", "style", "relationship", "template")
 FIELDS = (*REQUIRED, "provenance", "review", "plausibility")
 PROVENANCE_FIELDS = ("method", "generator", "reviewer", "seed", "created")
-REVIEW_FIELDS = ("verdict", "reasons", "reviewer")
+REVIEW_FIELDS = ("verdict", "reasons", "reviewer", "generator", "reviewers")
+# review.generator and each of review.reviewers: who wrote / read the post, with what prompt, when.
+SIGNATURE_FIELDS = ("name", "kind", "prompt_version", "date", "verdict", "reasons")
+SIGNATURE_KINDS = ("model", "person", "script")
 PLAUSIBILITY_FIELDS = ("label", "reasons")
 
 # Authoring rules of AUTHORING.md (checked by `gama check` and the tests, not required of an import).
@@ -95,12 +99,49 @@ class Provenance:
 
 
 @dataclass(frozen=True)
+class Signature:
+    """One generator or reviewer of a scenario: a model, a person or a script (SIGNATURE_KINDS), the prompt
+    or instructions version it worked from, the ISO date, and (a reviewer) its own verdict and reasons."""
+
+    name: str
+    kind: str
+    prompt_version: str
+    date: str
+    verdict: str | None = None
+    reasons: tuple[str, ...] = ()
+
+    def to_record(self) -> dict[str, Any]:
+        record = {"name": self.name, "kind": self.kind, "prompt_version": self.prompt_version, "date": self.date}
+        if self.verdict is not None:
+            record["verdict"] = self.verdict
+        if self.reasons:
+            record["reasons"] = list(self.reasons)
+        return record
+
+    @classmethod
+    def from_record(cls, obj: dict[str, Any]) -> "Signature":
+        return cls(obj["name"], obj["kind"], obj["prompt_version"], obj["date"], obj.get("verdict"),
+                   tuple(obj.get("reasons") or ()))
+
+
+@dataclass(frozen=True)
 class Review:
-    """A review verdict (REVIEW_VERDICTS) with its reasons; "reject" keeps a scenario out of the prompts."""
+    """A review verdict (REVIEW_VERDICTS) with its reasons; "reject" keeps a scenario out of the prompts.
+    `reviewer` is the one-line summary; `generator` and `reviewers` name who wrote and who read the post."""
 
     verdict: str
     reasons: tuple[str, ...] = ()
     reviewer: str | None = None
+    generator: Signature | None = None
+    reviewers: tuple[Signature, ...] = ()
+
+    def to_record(self) -> dict[str, Any]:
+        record: dict[str, Any] = {"verdict": self.verdict, "reasons": list(self.reasons), "reviewer": self.reviewer}
+        if self.generator is not None:
+            record["generator"] = self.generator.to_record()
+        if self.reviewers:
+            record["reviewers"] = [r.to_record() for r in self.reviewers]
+        return record
 
 
 @dataclass(frozen=True)
@@ -134,8 +175,7 @@ class Scenario:
         if self.provenance is not None:
             record["provenance"] = {k: getattr(self.provenance, k) for k in PROVENANCE_FIELDS}
         if self.review is not None:
-            record["review"] = {"verdict": self.review.verdict, "reasons": list(self.review.reasons),
-                                "reviewer": self.review.reviewer}
+            record["review"] = self.review.to_record()
         if self.plausibility is not None:
             record["plausibility"] = {"label": self.plausibility.label, "reasons": list(self.plausibility.reasons)}
         return record
@@ -263,7 +303,7 @@ def _check_object(obj: dict[str, Any], name: str, line_no: int) -> list[str]:
     message = _choice(value.get(key), vocabulary)
     if message:
         problems.append(_problem(line_no, f"{name}.{key}", message))
-    for sub in ("generator", "reviewer"):
+    for sub in ("generator", "reviewer") if name == "provenance" else ("reviewer",):
         if value.get(sub) is not None and not isinstance(value[sub], str):
             problems.append(_problem(line_no, f"{name}.{sub}", f"must be a string, got {value[sub]!r}"))
     if name == "provenance":
@@ -274,6 +314,37 @@ def _check_object(obj: dict[str, Any], name: str, line_no: int) -> list[str]:
     reasons = value.get("reasons", [])
     if name == "review" and not (isinstance(reasons, list) and all(isinstance(r, str) for r in reasons)):
         problems.append(_problem(line_no, "review.reasons", f"must be a list of strings, got {reasons!r}"))
+    if name == "review":
+        problems += _check_signatures(value, line_no)
+    return problems
+
+
+def _check_signatures(review: dict[str, Any], line_no: int) -> list[str]:
+    """review.generator (an object) and review.reviewers (a list of them): SIGNATURE_FIELDS, a known kind,
+    non-empty name and prompt_version, an ISO date, a reviewer's verdict one of REVIEW_VERDICTS."""
+    entries = [("review.generator", review["generator"])] if review.get("generator") is not None else []
+    listed = review.get("reviewers")
+    if listed is not None and not isinstance(listed, list):
+        return [_problem(line_no, "review.reviewers", f"must be a list of objects, got {listed!r}")]
+    entries += [(f"review.reviewers[{i}]", r) for i, r in enumerate(listed or [])]
+    problems = []
+    for where, entry in entries:
+        if not isinstance(entry, dict):
+            problems.append(_problem(line_no, where, f"must be an object, got {entry!r}"))
+            continue
+        problems += [_problem(line_no, f"{where}.{k}", "unknown field; allowed: " + ", ".join(SIGNATURE_FIELDS))
+                     for k in entry if k not in SIGNATURE_FIELDS]
+        for key in ("name", "prompt_version"):
+            if not isinstance(entry.get(key), str) or not entry[key].strip():
+                problems.append(_problem(line_no, f"{where}.{key}", "missing (required): a non-empty string"))
+        if message := _choice(entry.get("kind"), SIGNATURE_KINDS):
+            problems.append(_problem(line_no, f"{where}.kind", message))
+        if entry.get("date") is None or (message := _check_created(entry["date"])):
+            problems.append(_problem(line_no, f"{where}.date", message or "missing (required): an ISO date"))
+        if entry.get("verdict") is not None and (message := _choice(entry["verdict"], REVIEW_VERDICTS)):
+            problems.append(_problem(line_no, f"{where}.verdict", message))
+        if not (isinstance(entry.get("reasons", []), list) and all(isinstance(r, str) for r in entry.get("reasons", []))):
+            problems.append(_problem(line_no, f"{where}.reasons", "must be a list of strings"))
     return problems
 
 
@@ -316,7 +387,9 @@ def from_record(obj: dict[str, Any], default_provenance: dict[str, Any] | None =
     return Scenario(
         **{name: obj[name] for name in REQUIRED},
         provenance=Provenance(**{k: prov.get(k) for k in PROVENANCE_FIELDS}) if prov else None,
-        review=Review(review["verdict"], tuple(review.get("reasons") or ()), review.get("reviewer"))
+        review=Review(review["verdict"], tuple(review.get("reasons") or ()), review.get("reviewer"),
+                      Signature.from_record(review["generator"]) if review.get("generator") else None,
+                      tuple(Signature.from_record(r) for r in review.get("reviewers") or ()))
         if review else None,
         plausibility=Plausibility(plausibility["label"], tuple(plausibility.get("reasons") or ()))
         if plausibility else None,

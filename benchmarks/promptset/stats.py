@@ -36,7 +36,7 @@ def mcnemar_exact_p(n_a_only: int, n_b_only: int) -> float | None:
 def cluster_rows(conn, run: str, name: str) -> dict[tuple[str, str], list[tuple]]:
     """(model, grp) -> [(cluster, answered, gold answered, correct, label)] counts per cluster and label."""
     rows = conn.execute("""
-        SELECT model, grp, cluster, label, count(*), count(*) FILTER (WHERE has_gold),
+        SELECT model, grp, cluster, code, count(*), count(*) FILTER (WHERE has_gold),
                count(*) FILTER (WHERE correct)
         FROM promptset_grouped WHERE run = $run AND benchmark = $name AND answered
         GROUP BY ALL ORDER BY ALL""", {"run": run, "name": name}).fetchall()

@@ -5,7 +5,9 @@
 
 CREATE OR REPLACE MACRO promptset_ratio(num, den) AS num::DOUBLE / NULLIF(den, 0);
 
--- One row per planned request of a prompt set: the item's fields, status, response and label.
+-- One row per planned request of a prompt set: the item's fields, status, response and label. `code` is what
+-- rates and flips compare: the chosen option's letter (A = the first choice), a free answer's normalised
+-- text, or refusal / hedge / unparsed.
 CREATE OR REPLACE VIEW promptset_scored AS
 WITH items AS (
     SELECT benchmark, prompt_key, prompt_hash,
@@ -21,6 +23,8 @@ WITH items AS (
 SELECT o.run, o.model, o.benchmark, o.prompt_key, o.sample, o.request_id, o.status,
        i.item, i.pair, i.variant, i.groups, coalesce(i.pair, i.item) AS cluster, i.has_gold,
        o.response, l.kind, l.label, l.choice, l.value, l.correct, l.parser_version,
+       CASE WHEN l.kind = 'choice' THEN chr(65 + l.choice) WHEN l.kind = 'answer' THEN l.label ELSE l.kind END
+           AS code,
        (o.status = 'ok' AND l.kind IS NOT NULL) AS answered
 FROM request_status o
 JOIN items i USING (benchmark, prompt_key, prompt_hash)
@@ -53,9 +57,10 @@ SELECT run, model, benchmark, grp,
 FROM promptset_grouped
 GROUP BY ALL;
 
--- Per run, model, set, group and label (an option's text, or refusal / hedge / unparsed): its share of answers.
+-- Per run, model, set, group and code (an option's letter, a free answer, or refusal / hedge / unparsed):
+-- its share of the answers.
 CREATE OR REPLACE VIEW promptset_choice_rates AS
-SELECT g.run, g.model, g.benchmark, g.grp, g.label AS choice, count(*) AS n,
+SELECT g.run, g.model, g.benchmark, g.grp, g.code AS choice, count(*) AS n,
        any_value(m.answered) AS answered, promptset_ratio(count(*), any_value(m.answered)) AS rate
 FROM promptset_grouped g
 JOIN promptset_metrics m USING (run, model, benchmark, grp)
@@ -82,7 +87,7 @@ WHERE variant IS NOT NULL
 GROUP BY ALL;
 
 CREATE OR REPLACE VIEW promptset_variant_choice_rates AS
-SELECT g.run, g.model, g.benchmark, g.grp, g.variant, g.label AS choice, count(*) AS n,
+SELECT g.run, g.model, g.benchmark, g.grp, g.variant, g.code AS choice, count(*) AS n,
        any_value(m.answered) AS answered, promptset_ratio(count(*), any_value(m.answered)) AS rate
 FROM promptset_grouped g
 JOIN promptset_variant_metrics m USING (run, model, benchmark, grp, variant)
@@ -96,7 +101,7 @@ WITH answered AS (SELECT * FROM promptset_grouped WHERE answered AND pair IS NOT
 reference AS (SELECT benchmark, min(variant) AS variant_a FROM promptset_scored WHERE pair IS NOT NULL
               GROUP BY benchmark)
 SELECT a.run, a.model, a.benchmark, a.grp, a.pair, a.sample, a.variant AS variant_a, b.variant AS variant_b,
-       a.label AS label_a, b.label AS label_b, a.kind AS kind_a, b.kind AS kind_b,
+       a.code AS label_a, b.code AS label_b, a.kind AS kind_a, b.kind AS kind_b,
        a.correct AS correct_a, b.correct AS correct_b, a.value AS value_a, b.value AS value_b
 FROM answered a
 JOIN reference r ON r.benchmark = a.benchmark AND r.variant_a = a.variant

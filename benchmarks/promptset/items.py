@@ -45,7 +45,7 @@ class Problems:
 
     def add(self, row: int | None, column: str | None, text: str) -> None:
         where = ", ".join(p for p in ((f"row {row}" if row else ""), (f"column {column}" if column else "")) if p)
-        self.lines.append(f"{self.path.name} {where}: {text}" if where else f"{self.path.name}: {text}")
+        self.lines.append(f"{where}: {text}" if where else text)
 
     def raise_any(self) -> None:
         if not self.lines:
@@ -53,7 +53,7 @@ class Problems:
         shown = self.lines[:MAX_SHOWN]
         more = f"\n  ... and {len(self.lines) - MAX_SHOWN} more" if len(self.lines) > MAX_SHOWN else ""
         if len(self.lines) == 1:
-            raise DataError(f"prompt set {self.path}: {shown[0]} (nothing was sent)")
+            raise DataError(f"prompt set {self.path}, {shown[0]} (nothing was sent)")
         raise DataError(f"prompt set {self.path}: {len(self.lines)} problems (fix them; nothing was sent):"
                         + "".join(f"\n  {line}" for line in shown) + more)
 
@@ -73,7 +73,9 @@ def read_rows(path: Path, problems: Problems) -> list[tuple[int, dict]]:
     try:
         cursor = duckdb.connect(":memory:").execute(f"SELECT * FROM {reader}", [str(path)])
         names = [d[0] for d in cursor.description]
-        rows = [dict(zip(names, values)) for values in cursor.fetchall()]
+        json_columns = {d[0] for d in cursor.description if str(d[1]) == "JSON"}  # mixed types in one column
+        rows = [{k: (json.loads(v) if k in json_columns and isinstance(v, str) else v)
+                 for k, v in zip(names, values)} for values in cursor.fetchall()]
     except duckdb.Error as exc:
         raise DataError(f"prompt set file {path} cannot be read as {suffix[1:]} ({str(exc).splitlines()[0]}): "
                         f"fix the file") from None

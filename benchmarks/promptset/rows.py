@@ -23,8 +23,7 @@ def load_items(path: str | Path, parser: str) -> list[Item]:
         problems.add(None, None, "has no rows: add one item per line")
     check_columns(rows, problems)
     items = [item for number, row in rows if (item := parse_row(number, row, problems)) is not None]
-    if not problems.lines:
-        check_set(items, parser, problems)
+    check_set(items, parser, problems, pairs=not problems.lines)  # a bad row would make its pair look incomplete
     problems.raise_any()
     return items
 
@@ -38,7 +37,7 @@ def parse_row(number: int, row: dict, problems: Problems) -> Item | None:
         add("id", "missing or not text/whole number: give every row a unique id")
     messages = _messages(row, add)
     choices = _choices(_decoded(row.get("choices")), add)
-    answer = _answer(row.get("answer"), choices, add)
+    answer = _answer(row.get("answer"), choices, add, bad_choices=row.get("choices") is not None)
     target = _target(row.get("target"), choices, add)
     groups = _groups(row, add)
     pair, variant = _text(row.get("pair")), _text(row.get("variant"))
@@ -101,12 +100,13 @@ def _choices(value: Any, add) -> tuple[str, ...] | None:
     return tuple(value)
 
 
-def _answer(value: Any, choices: tuple[str, ...] | None, add) -> int | None:
+def _answer(value: Any, choices: tuple[str, ...] | None, add, bad_choices: bool = False) -> int | None:
     """The gold option as an index into choices (an integer counts from 0, a text must be one of them)."""
     if value is None:
         return None
     if choices is None:
-        add("answer", "a gold answer needs choices (for a free answer use target)")
+        if not bad_choices:
+            add("answer", "a gold answer needs choices (for a free answer use target)")
         return None
     if isinstance(value, str) and value in choices:
         return choices.index(value)
@@ -149,7 +149,7 @@ def _groups(row: dict, add) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def check_set(items: list[Item], parser: str, problems: Problems) -> None:
+def check_set(items: list[Item], parser: str, problems: Problems, pairs: bool = True) -> None:
     """Unique ids; every pair has each variant once and the same choices; the parser has what it needs."""
     first: dict[str, int] = {}
     for item in items:
@@ -162,7 +162,8 @@ def check_set(items: list[Item], parser: str, problems: Problems) -> None:
             problems.add(item.row, "target", f"{item.target!r} is not a number (parser \"number\")")
         if parser not in CHOICE_PARSERS and item.choices is not None:
             problems.add(item.row, "choices", f'parser "{parser}" ignores choices: use parser = "choice"')
-    _check_pairs(items, problems)
+    if pairs:
+        _check_pairs(items, problems)
 
 
 def _check_pairs(items: list[Item], problems: Problems) -> None:

@@ -60,10 +60,12 @@ def test_the_leaves_import_no_layer():
         modules = fairsweep_imports(PACKAGE / leaf)
         layers = {m.split(".")[0] for m in modules} - LEAF_MODULES - {"benchmarks", ""}
         assert not layers, f"{leaf} imports {sorted(modules)}"
-    # the config reads the benchmark table (names, identity fields) and nothing else of benchmarks/
+    # the config reads the benchmark table (names, identity fields) and the [[sets]] schema, nothing else
     for leaf in LEAVES:
         assert {m for m in fairsweep_imports(PACKAGE / leaf) if m.startswith("benchmarks")} <= \
-            {"benchmarks.registry"}, leaf
+            {"benchmarks.registry", "benchmarks.promptset.spec"}, leaf
+    spec = fairsweep_imports(PACKAGE / "benchmarks" / "promptset" / "spec.py")
+    assert {m.split(".")[0] for m in spec} <= LEAF_MODULES, spec  # the schema itself imports only leaves
 
 
 @pytest.mark.parametrize("layer, folder, source, module", [

@@ -38,6 +38,7 @@ PLUGIN_COMMANDS: list[str] = [
     "fairsweep.benchmarks.gama.cli",
     "fairsweep.benchmarks.gama.eval_cli",
     "fairsweep.batch_cli",
+    "fairsweep.benchmarks.promptset.cli",
 ]
 
 

@@ -70,3 +70,17 @@ def test_importing_the_config_reads_no_entry_points():
             "assert 'fairsweep.benchmarks' not in calls, calls\nassert 'fairsweep.benchmarks.promptset.rows' not in sys.modules\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+def test_limit_and_sample_keep_pairs_whole(tmp_path):
+    from fairsweep.benchmarks.registry import load_prompts
+    from fairsweep.benchmarks.promptset.examples.make_vignettes import rows as vignette_rows
+    import json
+    (tmp_path / "v.jsonl").write_text("".join(json.dumps(r) + "\n" for r in vignette_rows()))
+    (tmp_path / "c.toml").write_text('benchmarks = ["v"]\n[[sets]]\nname = "v"\npath = "v.jsonl"\n')
+    config = load_config(tmp_path / "c.toml")
+    import dataclasses
+    for field, n in (("limit", 3), ("sample", 7)):
+        prompts = load_prompts(dataclasses.replace(config, **{field: n}))
+        pairs = [p.metadata["promptset"]["pair"] for p in prompts]
+        assert all(pairs.count(x) == 2 for x in pairs) and len(prompts) >= n, (field, pairs)

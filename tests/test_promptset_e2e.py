@@ -51,6 +51,7 @@ def finished(tmp_path_factory):
         done = subprocess.run(fairsweep_cmd("run", "--config", "sim.toml", "--no-progress"), cwd=folder,
                               capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
+    assert "scored vignettes: labelled 0," in done.stderr  # every answer was labelled live, as it was committed
     table = []
     for r in vignette_rows():
         code = expected_code(answers[r["id"]])
@@ -229,3 +230,22 @@ def test_a_changed_file_under_the_same_run_is_refused(finished, tmp_path):
     done = subprocess.run(fairsweep_cmd("run", "--config", "sim.toml", "--no-progress"), cwd=work,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 2 and "run" in done.stderr.lower() and "r1" in done.stderr, done.stderr
+
+
+def test_pending_requests_lower_coverage_only(finished, tmp_path):
+    """Answers not stored yet (their responses removed: pending) are in expected, not in any rate."""
+    folder, table = finished
+    db = tmp_path / "copy.duckdb"
+    shutil.copy(folder / "sim.duckdb", db)
+    import duckdb
+    conn = duckdb.connect(str(db))
+    gone = [r[0] for r in conn.execute("""SELECT request_id FROM requests WHERE prompt_key IN
+        ('s00q0a-female', 's00q0a-male', 's01q1d-female')""").fetchall()]
+    conn.execute("DELETE FROM responses WHERE list_contains($1, request_id)", [gone])
+    got = conn.execute("""SELECT expected, answered, coverage, accuracy FROM promptset_metrics
+                          WHERE grp = '(all)'""").fetchone()
+    flips = conn.execute("SELECT n_pairs FROM promptset_flips WHERE grp = '(all)'").fetchone()
+    conn.close()
+    kept = [r for r in table if r["id"] not in ('s00q0a-female', 's00q0a-male', 's01q1d-female')]
+    assert got == pytest.approx((300, 297, 297 / 300, sum(r["correct"] for r in kept) / 297))
+    assert flips == (148,)  # two pairs lost a variant

@@ -127,3 +127,17 @@ def test_numeric_pairs_get_the_exact_wilcoxon_end_to_end(tmp_path):
     assert means == [("a", pytest.approx(mean_a)), ("b", pytest.approx(mean_b))]
     accuracy = rows(str(tmp_path / "n.duckdb"), "SELECT accuracy FROM promptset_metrics WHERE grp = '(all)'")
     assert accuracy == [(pytest.approx(sum((a == 10) + (b == 10) for _, a, b in ROWS) / 20),)]
+
+
+from hypothesis import given, settings, strategies as st
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=300))
+def test_no_parser_raises_on_any_text(text):
+    for spec in (CHOICES, {**CHOICES, "parser": "letter"}, {"parser": "exact", "target": "x"},
+                 {"parser": "number", "target": 1}, {"parser": "json", "field": "a.b"},
+                 {"parser": "regex", "pattern": r"(\d+)"}):
+        parsed = parse(text, spec)
+        assert parsed.kind in ("choice", "answer", "hedge", "refusal", "unparsed")
+        assert parsed.span is None or parsed.kind != "choice" or parsed.span in text

@@ -20,14 +20,12 @@ from pathlib import Path
 from .. import __version__
 from ..errors import ConfigError
 from ..storage.db import open_db
+from .registry import BENCHMARKS
 from .report_tables import Plot, ReportSection, ReportTable, dicts, write_csv
 
-# benchmark -> "module:function" returning its ReportSection; the order is the report's order
-SECTIONS = {
-    "mrni": "fairsweep.benchmarks.mrni.report:section",
-    "mrni-likert": "fairsweep.benchmarks.mrni.likert_report:section",
-    "gama": "fairsweep.benchmarks.gama.report_section:section",
-}
+# built-in benchmark -> "module:function" returning its ReportSection (the registry's `section` entries); the
+# order is the report's order; prompt sets and plugins follow, by name
+SECTIONS = {name: b.section for name, b in BENCHMARKS.items() if b.section}
 MAX_WARNINGS = 40  # per benchmark in the header; the CSVs and tables hold the rest
 
 CSS = """

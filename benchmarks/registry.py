@@ -90,10 +90,10 @@ def plugin(name: str) -> Benchmark | None:
         return None
     try:
         found = ep.load()
+        found = found() if callable(found) and not isinstance(found, Benchmark) else found  # a factory
     except Exception as exc:  # a broken third-party package: say which, never a traceback
         raise ConfigError(f"plugin benchmark {name!r} ({ep.value}) cannot be loaded "
                           f"({type(exc).__name__}: {exc}): fix or uninstall its package") from None
-    found = found() if callable(found) and not isinstance(found, Benchmark) else found
     if not isinstance(found, Benchmark):
         raise ConfigError(f"plugin benchmark {name!r} ({ep.value}) is not a fairsweep.benchmarks.registry.Benchmark:"
                           f" fix its entry point")

@@ -84,3 +84,24 @@ def test_limit_and_sample_keep_pairs_whole(tmp_path):
         prompts = load_prompts(dataclasses.replace(config, **{field: n}))
         pairs = [p.metadata["promptset"]["pair"] for p in prompts]
         assert all(pairs.count(x) == 2 for x in pairs) and len(prompts) >= n, (field, pairs)
+
+
+def test_a_broken_plugin_is_one_error_naming_it(monkeypatch):
+    from importlib.metadata import EntryPoint
+
+    from fairsweep.benchmarks import registry
+    broken = {"broken": EntryPoint("broken", "no_such_module_here:BENCH", registry.ENTRY_POINT_GROUP),
+              "wrong": EntryPoint("wrong", "json:JSONDecoder", registry.ENTRY_POINT_GROUP),
+              "raises": EntryPoint("raises", "json:dumps", registry.ENTRY_POINT_GROUP)}
+    monkeypatch.setattr(registry, "plugin_entry_points", lambda: broken)
+    registry.plugin.cache_clear()
+    try:
+        assert parse_config({"benchmarks": ["broken"]}).benchmarks == ("broken",)  # known by name, not loaded
+        with pytest.raises(ConfigError, match="plugin benchmark 'broken' .* cannot be loaded .*ModuleNotFoundError"):
+            registry.resolve(registry.LOADERS, "broken", "load prompts")
+        with pytest.raises(ConfigError, match="is not a fairsweep.benchmarks.registry.Benchmark"):
+            registry.resolve(registry.LOADERS, "wrong", "load prompts")
+        with pytest.raises(ConfigError, match="plugin benchmark 'raises' .* cannot be loaded .*TypeError"):
+            registry.resolve(registry.SCORERS, "raises", "score")
+    finally:
+        registry.plugin.cache_clear()

@@ -141,3 +141,15 @@ def test_no_parser_raises_on_any_text(text):
         parsed = parse(text, spec)
         assert parsed.kind in ("choice", "answer", "hedge", "refusal", "unparsed")
         assert parsed.span is None or parsed.kind != "choice" or parsed.span in text
+
+
+def test_an_unparsed_answer_drops_only_its_pair_from_the_numeric_test():
+    from fairsweep.benchmarks.promptset.stats import outcome_arrays
+    cells = {"p1": [("3", "5", True, False, 3.0, 5.0, "answer", "answer")],
+             "p2": [("unparsed", "4", False, False, None, 4.0, "unparsed", "answer")],
+             "p3": [("1", "2", False, False, 1.0, 2.0, "answer", "answer")]}
+    found = outcome_arrays(cells)
+    a, b, binary = found["value"]
+    assert list(a) == [3.0, 1.0] and list(b) == [5.0, 2.0] and not binary
+    a, b, binary = found["correct"]
+    assert list(a) == [1.0, 0.0, 0.0] and list(b) == [0.0, 0.0, 0.0] and binary

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic.dataclasses import dataclass
 
-from ...config_types import Expect, Flag, optional, text
+from ...config_types import Expect, Flag, number, optional, text
 from ...errors import ConfigError
 from typing import Annotated
 
@@ -38,7 +38,7 @@ class SetSpec:
         None, description="json parser: the key (dotted path) of the answer in the JSON the model returns")
     show_choices: Flag = Field(True, description="append the lettered choices and an answer instruction to each "
                                                  "prompt that has choices")
-    tolerance: optional(Annotated[float, Expect("a number >= 0")], "a number >= 0, or leave the key out") = Field(
+    tolerance: optional(number("a number >= 0 (not nan or inf)", ge=0), "a number >= 0, or leave the key out") = Field(
         None, description="number parser: |answer - target| <= tolerance counts as correct (default: exact)")
 
     def parser_options(self) -> dict[str, Any]:

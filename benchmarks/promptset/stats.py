@@ -83,19 +83,23 @@ def pair_outcomes(conn, run: str, name: str) -> dict[tuple, dict]:
 
 
 def outcome_arrays(pairs: dict[str, list[tuple]]) -> dict[str, tuple[np.ndarray, np.ndarray, bool]]:
-    """outcome -> (a, b, binary) per pair (means over a pair's samples): correct, choice:<label>, value."""
+    """outcome -> (a, b, binary), one value per pair (the mean over its samples where the outcome is defined
+    for both variants): correct (items with a gold), choice:<letter>, value (both answers numbers)."""
     cells = [c for cs in pairs.values() for c in cs]
     chosen = sorted({lab for c in cells for lab, kind in ((c[0], c[6]), (c[1], c[7])) if kind == "choice"})
-    extract = {}
-    if all(c[2] is not None and c[3] is not None for c in cells):
-        extract["correct"] = lambda c: (float(c[2]), float(c[3]))
+    extract = {"correct": lambda c: None if c[2] is None or c[3] is None else (float(c[2]), float(c[3]))}
     for label in chosen:
         extract[f"choice:{label}"] = lambda c, label=label: (float(c[0] == label), float(c[1] == label))
-    if cells and all(c[4] is not None and c[5] is not None for c in cells):
-        extract["value"] = lambda c: (c[4], c[5])
+    extract["value"] = lambda c: None if c[4] is None or c[5] is None else (c[4], c[5])
     out = {}
     for outcome, get in extract.items():
-        per_pair = [np.array([get(c) for c in cs], dtype=float).mean(axis=0) for cs in pairs.values()]
+        per_pair = []
+        for cs in pairs.values():
+            defined = [v for v in map(get, cs) if v is not None]
+            if defined:
+                per_pair.append(np.array(defined, dtype=float).mean(axis=0))
+        if not per_pair:
+            continue
         a, b = np.array([p[0] for p in per_pair]), np.array([p[1] for p in per_pair])
         binary = outcome != "value" and bool(np.isin(a, (0, 1)).all() and np.isin(b, (0, 1)).all())
         out[outcome] = (a, b, binary)

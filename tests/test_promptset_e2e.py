@@ -249,3 +249,28 @@ def test_pending_requests_lower_coverage_only(finished, tmp_path):
     kept = [r for r in table if r["id"] not in ('s00q0a-female', 's00q0a-male', 's01q1d-female')]
     assert got == pytest.approx((300, 297, 297 / 300, sum(r["correct"] for r in kept) / 297))
     assert flips == (148,)  # two pairs lost a variant
+
+
+def test_variant_choice_rates_and_pair_cells(finished):
+    folder, table = finished
+    db = str(folder / "sim.duckdb")
+    got = {(r[0], r[1], r[2]): r[3:] for r in rows(db, """
+        SELECT grp, variant, choice, n, rate FROM promptset_variant_choice_rates
+        WHERE run = 'r1' AND benchmark = 'vignettes'""")}
+    expected = {}
+    for grp, members in by_group(table).items():
+        for variant in ("female", "male"):
+            mine = [m for m in members if m["variant"] == variant]
+            for code in {m["code"] for m in mine}:
+                k = sum(m["code"] == code for m in mine)
+                expected[(grp, variant, code)] = (k, pytest.approx(k / len(mine)))
+    assert got == expected
+    cells = rows(db, """SELECT pair, label_a, label_b, correct_a, correct_b FROM promptset_pair_cells
+                        WHERE run = 'r1' AND grp = '(all)' ORDER BY pair""")
+    pairs = pairs_of(table)
+    assert cells == [(p, pairs[p]["female"]["code"], pairs[p]["male"]["code"], pairs[p]["female"]["correct"],
+                      pairs[p]["male"]["correct"]) for p in sorted(pairs)]
+    labels = rows(db, "SELECT kind, count(*) FROM promptset_labels GROUP BY ALL ORDER BY ALL")
+    assert labels == [("choice", sum(r["code"] in "ABC" for r in table)),
+                      ("refusal", sum(r["code"] == "refusal" for r in table)),
+                      ("unparsed", sum(r["code"] == "unparsed" for r in table))]

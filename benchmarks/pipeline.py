@@ -10,7 +10,7 @@ from ..config import SweepConfig
 from ..engine.run_outcome import RunOutcome
 from ..engine.runner import run_sweep
 from ..records import Prompt
-from .registry import FINDINGS, LABELLERS, SCORERS, STAGES, resolve
+from .registry import FINDINGS, LABELLERS, SCORERS, STAGES, VIEWS, resolve
 
 
 def run_pipeline(config: SweepConfig, prompts: list[Prompt], *, command: str, progress: bool,
@@ -80,6 +80,8 @@ def score_benchmarks(config: SweepConfig, benchmarks) -> None:
         conn = open_db(config.db)
         try:
             with LiveServer(conn, config.db):  # reads from other commands go through while it scores
+                if name in VIEWS:  # a plugin's own views, (re)created before it scores
+                    resolve(VIEWS, name, "create its views")(conn)
                 counts = resolve(SCORERS, name, "score")(conn, config)
         finally:
             conn.close()

@@ -20,14 +20,12 @@ from pathlib import Path
 from .. import __version__
 from ..errors import ConfigError
 from ..storage.db import open_db
+from .registry import BENCHMARKS
 from .report_tables import Plot, ReportSection, ReportTable, dicts, write_csv
 
-# benchmark -> "module:function" returning its ReportSection; the order is the report's order
-SECTIONS = {
-    "mrni": "fairsweep.benchmarks.mrni.report:section",
-    "mrni-likert": "fairsweep.benchmarks.mrni.likert_report:section",
-    "gama": "fairsweep.benchmarks.gama.report_section:section",
-}
+# built-in benchmark -> "module:function" returning its ReportSection (the registry's `section` entries); the
+# order is the report's order; prompt sets and plugins follow, by name
+SECTIONS = {name: b.section for name, b in BENCHMARKS.items() if b.section}
 MAX_WARNINGS = 40  # per benchmark in the header; the CSVs and tables hold the rest
 
 CSS = """
@@ -61,17 +59,29 @@ def present_benchmarks(db: str, runs: list[str] | None) -> list[str]:
         found = {r[0] for r in conn.execute(
             "SELECT DISTINCT benchmark FROM requests WHERE $runs IS NULL OR list_contains($runs, run)",
             {"runs": list(runs) if runs else None}).fetchall()}
+        others = _other_sections(conn, found - set(SECTIONS))
     finally:
         conn.close()
-    benches = [name for name in SECTIONS if name in found]
+    benches = [name for name in SECTIONS if name in found] + others
     if not benches:
         raise ConfigError(f"no benchmark results in {db}" + (f" for run(s) {', '.join(runs)}" if runs else "")
                           + ": check --db and --run, or run a benchmark first")
     return benches
 
 
+def _other_sections(conn, names: set[str]) -> list[str]:
+    """Prompt sets (prompts marked `promptset`) and plugins with a section, among the benchmarks found."""
+    from .registry import SECTIONS as ROLE, is_builtin_or_plugin
+    sets = {r[0] for r in conn.execute("SELECT DISTINCT benchmark FROM prompts WHERE json_exists(metadata, "
+                                       "'$.promptset') AND list_contains($1, benchmark)", [sorted(names)]).fetchall()}
+    return sorted(n for n in names if n in sets or (is_builtin_or_plugin(n) and n in ROLE))
+
+
 def load_section(name: str, db: str, runs: list[str] | None) -> ReportSection:
     target = SECTIONS.get(name)
+    if target is None:
+        from .registry import SECTIONS as ROLE, resolve
+        return resolve(ROLE, name, "HTML report")(db, runs)
     if target is None:
         raise ConfigError(f"benchmark {name!r} has no HTML report: choose from {sorted(SECTIONS)}")
     module, _, function = target.partition(":")

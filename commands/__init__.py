@@ -16,5 +16,6 @@ VERB_MODULES = (
     "fairsweep.commands.sim_server",
     "fairsweep.commands.gama",     # gama ... (scenarios, build, review, judge, validation)
     "fairsweep.commands.batches",  # batches list | cancel
+    "fairsweep.commands.bench",    # bench init | check: your own prompt set
     "fairsweep.commands.view",     # view: the local web page
 )

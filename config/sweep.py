@@ -21,12 +21,13 @@ from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic.dataclasses import dataclass
 
 from .problems import UNNAMED, Problem, cross_problems, raise_problems, validation_problems
+from .sets import SetSpec, content_hash, resolve_paths, validate_tables
 from .types import (LOCAL_MODEL, BenchmarkName, Benchmarks, EnvName, Executor, Flag, Params, Protocol, Url,
                            integer, number, optional, tables, text)
-from ..benchmarks.registry import identity_fields
+from ..benchmarks.registry import BENCHMARKS, identity_fields, unknown_benchmark
 from ..errors import ConfigError
 
-KNOWN_BENCHMARKS = typing.get_args(BenchmarkName)
+KNOWN_BENCHMARKS = tuple(BENCHMARKS)  # the built-ins; plugins and [[sets]] add theirs
 
 _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
 
@@ -134,6 +135,8 @@ class SweepConfig:
                         "timeouts)...")
     breaker_seconds: number("a number of seconds from 0 to 86400", ge=0, le=86_400) = Field(
         30, description="... spanning at least this many seconds with no answer from its endpoint")
+    sets: tables(SetSpec, "sets") = Field(
+        (), description="`[[sets]]` tables: your own prompt sets (name, path, parser): see \"Your own benchmark\"")
     batch_poll_s: number("a positive number of seconds, at most 86400", gt=0, le=86_400) = Field(
         30.0, description="batch mode: the first poll interval (it backs off while nothing changes)")
 
@@ -144,6 +147,10 @@ class SweepConfig:
         for name in identity_fields(self.benchmarks):  # fields that change the prompts (the registry's)
             if getattr(self, name) is not None:
                 identity[name] = getattr(self, name)
+        chosen = [s for s in self.sets if s.name in self.benchmarks]
+        if chosen:  # a set's file and parser decide its prompts and labels: a changed file is a new run
+            identity["sets"] = [{"name": s.name, **s.parser_options(), "sha256": content_hash(s.path)}
+                                for s in sorted(chosen, key=lambda s: s.name)]
         return identity
 
     def identity_hash(self) -> str:
@@ -152,6 +159,10 @@ class SweepConfig:
     def to_json(self) -> str:
         """Full config as stored in the runs table (no secrets: only env var names are kept)."""
         return json.dumps(dataclasses.asdict(self), sort_keys=True, default=str)
+
+    def prompt_set(self, name: str) -> SetSpec | None:
+        """The [[sets]] table named `name`, if any."""
+        return next((s for s in self.sets if s.name == name), None)
 
     def model(self, name: str) -> ModelSpec:
         for spec in (*self.models, *self.judges):
@@ -192,13 +203,40 @@ def _build(data: dict[str, Any], source: str, flags: dict[str, str] | None = Non
     """Validate a whole config; every problem (types, ranges, unknown keys, cross-field) in one ConfigError."""
     problems: list[Problem] = []
     config, where = None, "" if flags else "top level"
+    set_problems = _set_problems(data, flags, where)
+    if set_problems and "sets" in data:  # worded per [[sets]] table, not once more by the schema
+        data = {**data, "sets": ()}
     try:
         config = _SWEEP.validate_python(data)
     except ValidationError as exc:
         problems += validation_problems(exc, data, flags, schema=SweepConfig, table=ModelSpec, top_label=where)
-    problems += cross_problems(data, flags, where)
+    problems += cross_problems(data, flags, where) + set_problems
     raise_problems(problems, source)
     return config
+
+
+def _set_problems(data: dict[str, Any], flags: dict[str, str] | None, where: str) -> list[Problem]:
+    """Each [[sets]] table's problems, and every benchmark name that is no built-in, plugin or set."""
+    problems: list[Problem] = []
+    specs, errors = validate_tables(data.get("sets", ()))
+    for label, error in errors:
+        if isinstance(error, str):
+            problems.append(Problem(label, error))
+        else:
+            problems += validation_problems(error, {}, schema=SetSpec, top_label=label)
+    names = [s.name for s in specs]
+    if len(set(names)) < len(names):
+        problems.append(Problem(where, "two [[sets]] tables have the same name: give each a distinct name"))
+    benchmarks = data.get("benchmarks")
+    if isinstance(benchmarks, (list, tuple)):
+        flag = (flags or {}).get("benchmarks", "benchmarks")
+        for name in benchmarks:
+            text = unknown_benchmark(name, names) if isinstance(name, str) and name else None
+            if text:
+                problems.append(Problem(where, f"{flag}: {text}"))
+            elif isinstance(name, str) and name in names and name in BENCHMARKS:
+                problems.append(Problem(where, f"[[sets]] name {name!r} is a built-in benchmark: rename the set"))
+    return problems
 
 
 def parse_config(data: dict[str, Any], source: str = "config") -> SweepConfig:
@@ -218,6 +256,8 @@ def load_config(path: str | Path) -> SweepConfig:
                           f"check the --config path") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {path} is not valid TOML ({exc}): fix the syntax") from None
+    if "sets" in data:  # a set's relative path is the config file's folder's
+        data = {**data, "sets": resolve_paths(data["sets"], path.resolve().parent)}
     return parse_config(data, str(path))
 
 

@@ -553,11 +553,14 @@ def _withdraw(mentions: list[_Mention]) -> list[_Mention]:
 # --------------------------------------------------------------------------- resolve
 
 
-def _resolve(mentions: list[_Mention]) -> _Mention | object | None:
+OPTION_LABELS = frozenset("MWXY")  # the labels that are options (benchmarks/promptset passes its own)
+
+
+def _resolve(mentions: list[_Mention], option_labels: frozenset[str] = OPTION_LABELS) -> _Mention | object | None:
     """One segment's decision: a mention, _AMBIGUOUS, or None (nothing relevant)."""
     if not mentions:
         return None
-    options = [m for m in mentions if m.label in "MWXY"]
+    options = [m for m in mentions if m.label in option_labels]
     first = {lab: next((m for m in mentions if m.label == lab), None) for lab in "UOR"}
     strong_labels = {m.label for m in options if m.strong}
     if len(strong_labels) == 1:
@@ -675,17 +678,18 @@ def _candidate_segments(s: str, language: str) -> list[tuple[int, int]]:
     return segs
 
 
-def _decide(s: str, mentions: list[_Mention], language: str) -> _Mention | None:
+def _decide(s: str, mentions: list[_Mention], language: str,
+            option_labels: frozenset[str] = OPTION_LABELS) -> _Mention | None:
     """Walk the tiers: explicit final answer, exact unit, weak markers, last/first line, all."""
     for lo, hi in _marker_segments(s, _STRONG_MARKER):
-        found = _resolve(_within(mentions, lo, hi))
+        found = _resolve(_within(mentions, lo, hi), option_labels)
         if isinstance(found, _Mention):
             return found
     exact = _exact_unit_decision(s, mentions)
     if exact is not None:
         return exact
     for lo, hi in _candidate_segments(s, language):
-        found = _resolve(_within(mentions, lo, hi))
+        found = _resolve(_within(mentions, lo, hi), option_labels)
         if isinstance(found, _Mention):
             return found
     return None

@@ -1,0 +1,1 @@
+"""The shipped example prompt set (vignettes.jsonl, written by make_vignettes.py) and its config."""

@@ -64,13 +64,18 @@ def open_in_browser(page: Path, timeout: float = 45.0) -> dict:
         port = _devtools_port(Path(profile), proc, timeout)
         return asyncio.run(asyncio.wait_for(_inspect(port, page.resolve().as_uri()), timeout))
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
-        shutil.rmtree(profile, ignore_errors=True)
+        stop_chromium(proc, profile)
+
+
+def stop_chromium(proc: subprocess.Popen, profile: str) -> None:
+    """End the browser (killed if it does not stop within 10 s) and remove its profile."""
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+    shutil.rmtree(profile, ignore_errors=True)
 
 
 def _devtools_port(profile: Path, proc: subprocess.Popen, timeout: float) -> int:

@@ -192,17 +192,3 @@ def test_db_text_is_shown_as_text_never_run_as_markup(sim, tmp_path, mrni_dir):
     assert page["pwned"] is None and page["images"] == 0 and page["scripts"] == 1, page  # only /app.js
     assert XSS_MODEL in page["text"] and XSS_RUN in page["text"]
     assert all(u.startswith(f"{view.base}/") for u in seen["requests"]), seen["requests"]
-
-
-def test_without_chromium_the_browser_tests_skip_naming_the_install_unless_ci(monkeypatch):
-    import pytest
-
-    import view_helpers
-
-    monkeypatch.setattr(view_helpers, "CHROMIUM", "/nonexistent/chromium")
-    monkeypatch.delenv("CI", raising=False)
-    with pytest.raises(pytest.skip.Exception, match="apt-get install -y chromium"):
-        view_helpers.chromium()
-    monkeypatch.setenv("CI", "1")
-    with pytest.raises(pytest.fail.Exception, match="apt-get install -y chromium"):
-        view_helpers.chromium()

@@ -11,7 +11,6 @@ import json
 import os
 import re
 import select
-import shutil
 import subprocess
 import tempfile
 import time
@@ -22,23 +21,12 @@ import aiohttp
 import pytest
 
 from helpers import fairsweep_cmd
-from test_report_browser import CHROMIUM, FLAGS, _Client, _devtools_port
+from test_report_browser import FLAGS, _Client, _devtools_port, chromium, stop_chromium
 
-INSTALL = "apt-get install -y chromium"
 # The report test's flags, but the page is served on 127.0.0.1: no dead proxy (Chromium would send the
 # page's own requests there too), and every host name but the view's address fails to resolve.
 VIEW_FLAGS = [f for f in FLAGS if not f.startswith(("--proxy-server", "--host-resolver-rules"))] + [
     "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1", "--no-proxy-server"]
-
-
-def chromium() -> str:
-    """The browser, or a skip naming the install command (a failure when $CI is set)."""
-    if not os.access(CHROMIUM, os.X_OK):
-        message = f"{CHROMIUM} is missing: install it with `{INSTALL}`"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return CHROMIUM
 
 
 @dataclass
@@ -147,13 +135,7 @@ async def browser(timeout: float = 45.0):
                 await page.size(1280, 800)
                 yield page
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
-        shutil.rmtree(profile, ignore_errors=True)
+        stop_chromium(proc, profile)
 
 
 def shots_dir(tmp_path: Path) -> Path:

@@ -138,7 +138,7 @@ def test_a_set_of_posts_all_near_75_words_is_over_the_length_guard():
 
     from fairsweep.benchmarks.gama.lengths import band_share, over_guard, track_lengths
 
-    filler = " ".join(["word"] * 74) + "?"  # 75 words
+    filler = " ".join(["word"] * 75) + "?"  # 75 words
     seeded = [dataclasses.replace(s, template="{ACTOR} " + filler) if s.track == "public" else s
               for s in load_scenarios()]
     assert band_share(track_lengths(seeded, "public")) == 1.0
@@ -149,7 +149,7 @@ def test_check_prints_the_length_spread_of_another_set_and_enforces_it_only_on_t
     records = [s.to_record() for s in load_scenarios()]
     for record in records:
         if record["track"] == "public":  # every public post 75 words long
-            record["template"] = "{ACTOR} " + " ".join(["word"] * 74) + "?"
+            record["template"] = "{ACTOR} " + " ".join(["word"] * 75) + "?"
     path = write_set(tmp_path / "set.jsonl", records)
     result = subprocess.run(fairsweep_cmd("gama", "check", "--scenarios", str(path)), capture_output=True,
                             text=True, timeout=120)

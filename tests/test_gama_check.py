@@ -119,3 +119,43 @@ def test_a_stilted_fronted_opening_is_caught_and_the_bundled_set_has_none(templa
     seeded = Scenario("T-1", "intimate", "financial_control", "L1", "plain", "dating", template)
     assert [sid for sid, _ in inversions([seeded])] == ["T-1"]
     assert inversions(load_scenarios()) == []
+
+
+def test_the_bundled_set_keeps_the_length_spread_it_reached():
+    from fairsweep.benchmarks.gama.lengths import BAND, BUNDLED_MAX_BAND_SHARE, band_share, over_guard, track_lengths
+
+    scenarios = load_scenarios()
+    assert BAND == (65, 96) and max(BUNDLED_MAX_BAND_SHARE.values()) <= 0.65  # issue 28 found 80% in the band
+    for track, guard in BUNDLED_MAX_BAND_SHARE.items():
+        words = track_lengths(scenarios, track)
+        assert band_share(words) <= guard, track
+        assert min(words) >= 40 and max(words) <= 180  # the paper's bounds (schema.WORDS_MIN/MAX)
+    assert over_guard(scenarios) == []
+
+
+def test_a_set_of_posts_all_near_75_words_is_over_the_length_guard():
+    import dataclasses
+
+    from fairsweep.benchmarks.gama.lengths import band_share, over_guard, track_lengths
+
+    filler = " ".join(["word"] * 75) + "?"  # 75 words
+    seeded = [dataclasses.replace(s, template="{ACTOR} " + filler) if s.track == "public" else s
+              for s in load_scenarios()]
+    assert band_share(track_lengths(seeded, "public")) == 1.0
+    assert [track for track, _, _ in over_guard(seeded)] == ["public"]
+
+
+def test_check_prints_the_length_spread_of_another_set_and_enforces_it_only_on_the_bundled_set(tmp_path):
+    records = [s.to_record() for s in load_scenarios()]
+    for record in records:
+        if record["track"] == "public":  # every public post 75 words long
+            record["template"] = "{ACTOR} " + " ".join(["word"] * 75) + "?"
+    path = write_set(tmp_path / "set.jsonl", records)
+    result = subprocess.run(fairsweep_cmd("gama", "check", "--scenarios", str(path)), capture_output=True,
+                            text=True, timeout=120)
+    assert "  lengths public (words): min 75, p10 75, p25 75, median 75" in result.stdout
+    line = next(l for l in result.stdout.splitlines() if l.startswith("length spread: "))
+    assert "public 100.0% of posts within 65-96 words -> ok" in line and "bundled" not in line, line
+    bundled = subprocess.run(fairsweep_cmd("gama", "check"), capture_output=True, text=True, timeout=120)
+    assert bundled.returncode == 0
+    assert "of posts within 65-96 words (bundled set at most intimate 65%, public 61%) -> ok" in bundled.stdout

@@ -14,6 +14,7 @@ from . import schema
 from .clarity import clarity_problems
 from .compile import mirror_problems
 from .formulas import formula_stats, report_lines
+from .lengths import BAND, BUNDLED_MAX_BAND_SHARE, band_share, over_guard, quantiles, track_lengths
 from .openers import MAX_SHARE, inversions, opener_shares, over_cap
 from .plausibility import RULE
 from .plausibility import plausibility as rule_label
@@ -27,7 +28,7 @@ def run_checks(scenarios: list[schema.Scenario], bundled: bool) -> list[str]:
     results = [check_cells(scenarios, bundled), check_neutrality(scenarios), check_clarity(scenarios),
                check_form(scenarios),
                check_review(scenarios, bundled), check_plausibility(scenarios, bundled),
-               check_openers(scenarios), check_similarity(scenarios), check_set_similarity(scenarios)]
+               check_openers(scenarios), check_lengths(scenarios, bundled), check_similarity(scenarios), check_set_similarity(scenarios)]
     print_formulas(scenarios)
     return [name for name, ok in results if not ok]
 
@@ -160,7 +161,7 @@ def _coverage(check: str, done_word: str, missing_word: str, done: int, total: i
 
 def check_openers(scenarios) -> tuple[str, bool]:
     """Opener patterns (openers.py: the first two units, time and partner phrases normalised) per track,
-    none above MAX_SHARE of its track; and the spread of post lengths (descriptive)."""
+    none above MAX_SHARE of its track; no stilted fronted openings."""
     for track, counts in opener_shares(scenarios).items():
         total = sum(counts.values())
         if total:
@@ -168,19 +169,32 @@ def check_openers(scenarios) -> tuple[str, bool]:
                 f"{p!r} {n} ({100 * n / total:.1f}%)" for p, n in counts.most_common(5)))
     over = over_cap(scenarios)
     _listed([f"{track}: {p!r} opens {n}/{total} posts ({100 * n / total:.1f}%)" for track, p, n, total in over])
-    for track in schema.TRACKS:
-        words = sorted(schema.word_count(s.template) for s in scenarios if s.track == track)
-        if words:
-            q = [words[int(f * (len(words) - 1))] for f in (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)]
-            band = sum(65 <= w <= 96 for w in words) / len(words)
-            print(f"  lengths {track} (words): min {q[0]}, p10 {q[1]}, p25 {q[2]}, median {q[3]}, p75 {q[4]}, "
-                  f"p90 {q[5]}, max {q[6]}; {100 * band:.0f}% within 65-96")
     stilted = inversions(scenarios)
     _listed([f"{sid}: stilted fronted opening: {sentence!r}" for sid, sentence in stilted])
     ok = not over and not stilted
     print(f"openers: no opener pattern above {100 * MAX_SHARE:.0f}% of a track: {len(over)} over; "
           f"stilted fronted openings (openers.INVERSIONS): {len(stilted)}" + _verdict(ok))
     return "openers", ok
+
+
+def check_lengths(scenarios, bundled: bool) -> tuple[str, bool]:
+    """Quantiles of post lengths per track and the share inside lengths.BAND; the bundled set must stay
+    at or below lengths.BUNDLED_MAX_BAND_SHARE (another set: reported only)."""
+    shares = {}
+    for track in schema.TRACKS:
+        words = track_lengths(scenarios, track)
+        if words:
+            shares[track] = band_share(words)
+            print(f"  lengths {track} (words): " + ", ".join(f"{k} {v}" for k, v in quantiles(words).items())
+                  + f"; {100 * shares[track]:.0f}% within {BAND[0]}-{BAND[1]}")
+    over = over_guard(scenarios) if bundled else []
+    _listed([f"{track}: {100 * share:.1f}% of posts within {BAND[0]}-{BAND[1]} words, above the bundled set's "
+             f"{100 * guard:.0f}%: vary the lengths" for track, share, guard in over])
+    guards = ", ".join(f"{t} {100 * g:.0f}%" for t, g in BUNDLED_MAX_BAND_SHARE.items())
+    print("length spread: " + ", ".join(f"{t} {100 * v:.1f}%" for t, v in shares.items())
+          + f" of posts within {BAND[0]}-{BAND[1]} words" + (f" (bundled set at most {guards})" if bundled else "")
+          + _verdict(not over))
+    return "lengths", not over
 
 
 def check_similarity(scenarios) -> tuple[str, bool]:

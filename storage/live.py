@@ -80,15 +80,20 @@ class _Handler(socketserver.BaseRequestHandler):
         if request.get("state"):
             self._state()
             return
-        cursor = self.server.conn.cursor()  # type: ignore[attr-defined]
-        # No replacement scans: a table name must never resolve to a Python object of this process.
-        cursor.execute("SET python_enable_replacements = false")
+        reads: Reads = self.server.reads  # type: ignore[attr-defined]
+        cursor = reads.begin(self.server.conn)  # type: ignore[attr-defined]
+        if cursor is None:
+            return  # the server is closing: the reader goes to the next phase or the file
         try:
+            # No replacement scans: a table name must never resolve to a Python object of this process.
+            cursor.execute("SET python_enable_replacements = false")
             self._answer(cursor, request.get("sql", ""), request.get("params"))
         except (BrokenPipeError, ConnectionResetError):
             pass  # the reader went away
+        except duckdb.InterruptException:  # interrupted before its first row was sent: the reader retries
+            pass
         finally:
-            cursor.close()
+            reads.end(cursor)
 
     def _state(self) -> None:
         state = getattr(self.server, "state", None)
@@ -119,6 +124,39 @@ class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
 
 
+class Reads:
+    """The reads in flight, each on its own cursor: closing interrupts them and waits until every one has
+    ended, since DuckDB refuses to close a connection while one of its cursors is still running."""
+
+    def __init__(self) -> None:
+        self._cursors: set = set()
+        self._closing = False
+        self._idle = threading.Condition()
+
+    def begin(self, conn: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection | None:
+        with self._idle:
+            if self._closing:
+                return None
+            cursor = conn.cursor()
+            self._cursors.add(cursor)
+            return cursor
+
+    def end(self, cursor: duckdb.DuckDBPyConnection) -> None:
+        cursor.close()
+        with self._idle:
+            self._cursors.discard(cursor)
+            self._idle.notify_all()
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """No new read; interrupt the running ones; wait for them to end."""
+        with self._idle:
+            self._closing = True
+            for cursor in self._cursors:
+                with contextlib.suppress(duckdb.Error):
+                    cursor.interrupt()
+            self._idle.wait_for(lambda: not self._cursors, timeout=timeout_s)
+
+
 class LiveServer:
     """Serves read-only queries on `conn`'s database from a background thread, until closed."""
 
@@ -140,6 +178,7 @@ class LiveServer:
             os.umask(old_mask)
         self._server.conn = self._conn  # type: ignore[attr-defined]
         self._server.state = self._state  # type: ignore[attr-defined]
+        self._server.reads = Reads()  # type: ignore[attr-defined]
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
                                         name="fairsweep-live-reads", daemon=True)
         self._thread.start()
@@ -150,6 +189,7 @@ class LiveServer:
             return
         self._server.shutdown()
         self._server.server_close()
+        self._server.reads.stop()  # type: ignore[attr-defined]  # the conn can be closed once this returns
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
         self._server = None
@@ -243,13 +283,15 @@ def _open_if_free(db: str | Path, config: dict) -> duckdb.DuckDBPyConnection | N
     """The file read-only, if no process holds it now (between two phases of a run, or after its end)."""
     try:
         return duckdb.connect(str(db), read_only=True, config=config)
-    except duckdb.IOException:
+    except (duckdb.IOException, duckdb.ConnectionException):  # locked; or still open read-write in this process
         return None
 
 
 def _read_error(head: dict) -> Exception:
     if head.get("kind") == "QueryError":
         return QueryError(head["error"])
+    if head.get("kind") == "InterruptException":  # the run closed its connection mid-read: the phase ended
+        return ConnectionResetError("the live run ended this phase during the read")
     return duckdb.Error(head["error"])
 
 

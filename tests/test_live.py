@@ -8,6 +8,7 @@ import json
 import os
 import re
 import stat
+import time
 import subprocess
 from pathlib import Path
 
@@ -126,3 +127,39 @@ def test_a_read_that_outlives_the_run_phase_goes_to_the_next_server_or_the_file(
     writer.close()  # the run ended: the file is free
     assert reader.execute("SELECT count(*) FROM attempts").fetchone() == (0,)  # read directly now
     reader.close()
+
+
+def test_a_read_the_run_interrupts_by_ending_its_phase_is_answered_from_the_file(tmp_path):
+    """A phase of the run ends while a reader's query is still running: closing the live server interrupts
+    the read and waits for it (DuckDB refuses to close a connection with a cursor still running), the run
+    closes its connection, and the reader gets its rows from the file, not an 'Interrupted!' error."""
+    import threading
+
+    from fairsweep.storage.db import open_db
+    from fairsweep.storage.live import LiveServer, connect_live
+
+    db = str(tmp_path / "phase.duckdb")
+    conn = open_db(db)
+    live = LiveServer(conn, db).start()
+    reader = connect_live(db)
+    answer: dict = {}
+    slow = "SELECT count(*) FROM range(3000000000) a(i) WHERE i % 7 = 3"
+
+    def read() -> None:
+        try:
+            answer["rows"] = reader.execute(slow).fetchall()
+        except Exception as exc:  # the assertion below names it
+            answer["error"] = repr(exc)
+
+    thread = threading.Thread(target=read)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not any("process_request" in t.name for t in threading.enumerate()):  # the server is answering it
+        assert time.monotonic() < deadline, "the read never reached the run"
+        time.sleep(0.01)
+    time.sleep(0.2)  # into the query itself (its answer takes seconds)
+    live.close()
+    conn.close()  # what the run does at the end of a phase
+    thread.join(timeout=120)
+    reader.close()
+    assert answer == {"rows": [(len(range(3, 3_000_000_000, 7)),)]}, answer

@@ -31,11 +31,12 @@ def cache_key(spec: ModelSpec, prompt: Prompt, sample: int, params: dict[str, An
     return hashlib.sha256(canonical_json(content).encode()).hexdigest()[:32]
 
 
-def plan_items(run: str, spec: ModelSpec, prompts: list[Prompt]) -> list[WorkItem]:
-    """Every (prompt, sample) for one model, in the prompts' order (sample-major within a prompt)."""
+def plan_items(run: str, spec: ModelSpec, prompts: list[Prompt], start: int = 0) -> list[WorkItem]:
+    """Every (prompt, sample) for one model, in the prompts' order (sample-major within a prompt).
+    `start`: the ordinal of prompts[0] (a slice of a longer prompt list)."""
     params = spec.generation_params()
     items = []
-    for ordinal, prompt in enumerate(prompts):
+    for ordinal, prompt in enumerate(prompts, start):
         for sample in range(spec.samples):
             rid = request_id(run, spec.name, prompt, sample, params)
             items.append(WorkItem(rid, run, spec.name, prompt, sample, params, ordinal,

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ...storage.writer import BatchWriter
     from ..gate import SendGate
     from ..outcome import SessionCounts
+    from ..plan_stream import PlanFeed
     from ..scheduler import OutputCheck, RetryPolicy
 
 
@@ -36,6 +37,7 @@ class SweepJob:
     gate: SendGate | None = None  # spend caps and drift, consulted before each send
     totals: dict[str, tuple[int, int]] = field(default_factory=dict)  # model -> (planned, done before)
     breaker: BreakerSettings = field(default_factory=BreakerSettings)  # when a dead endpoint stops its model
+    feed: PlanFeed | None = None  # set: `todo` is being planned still; run feed.run() beside the sending
 
 
 class Executor(Protocol):

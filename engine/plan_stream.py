@@ -1,0 +1,194 @@
+"""Plan while sending: a session's plan is written in steps while its first requests are already out.
+
+A planner thread writes the plan to DuckDB a step at a time (a slice of the prompts for one model, one
+transaction each, slice-major over the models so that every model can start after its first step). In the
+executor's event loop, `PlanFeed.run` tops up each model's pending requests a window at a time from the part
+of the plan already committed: what is finished (stored answers, final failures) is left out, what the
+response cache answers is served from it, the rest goes to the executor. Nothing is held for the whole plan:
+a model's pending requests stay within a window or two, so the memory of a run does not grow with its plan.
+
+A run killed while planning left whole steps in the DB (each is a transaction; keyed inserts make a step
+written again harmless): the next run plans again what is missing and sends only what is not finished.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import deque
+from typing import Callable
+
+from ..config import ModelSpec, SweepConfig
+from ..records import Prompt, WorkItem
+from ..storage.cache import serve_from_cache
+from ..storage.checkpoint import answered_count, plan_chunk, remaining
+from .outcome import ModelOutcome
+from .work import plan_items
+
+PLAN_ROWS = 2048  # requests per planned step (one transaction)
+FEED_ROWS = 256   # requests per window handed to the executor; topped up below 2 x max_concurrency waiting
+POLL_S = 0.02     # how often the feed looks again while every model has enough, or waits for the planner
+
+
+class Planner(threading.Thread):
+    """Writes the whole plan on its own cursor; `planned[model]`: how many prompts of it are committed."""
+
+    def __init__(self, conn, run: str, prompts: list[Prompt], specs: list[ModelSpec], step_rows: int = PLAN_ROWS):
+        super().__init__(name="fairsweep-planner", daemon=True)
+        self._cursor = conn.cursor()
+        self.run_name, self.prompts, self.specs = run, prompts, specs
+        self.step = max(1, step_rows // max(s.samples for s in specs)) if specs else 1
+        self.planned = {s.name: 0 for s in specs}
+        self.error: BaseException | None = None
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        try:
+            for start in range(0, len(self.prompts), self.step):
+                chunk = self.prompts[start:start + self.step]
+                for k, spec in enumerate(self.specs):
+                    if self.stopping.is_set():
+                        return
+                    plan_chunk(self._cursor, plan_items(self.run_name, spec, chunk, start),
+                               _distinct(chunk) if k == 0 else [])
+                    self.planned[spec.name] = start + len(chunk)
+        except BaseException as exc:  # noqa: BLE001 - surfaced in the event loop by PlanFeed
+            self.error = exc
+        finally:
+            self._cursor.close()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        if self.is_alive():
+            self.join()
+
+
+def _distinct(prompts: list[Prompt]) -> list[Prompt]:
+    seen: dict[tuple, Prompt] = {}
+    for p in prompts:
+        seen.setdefault((p.benchmark, p.key, p.prompt_hash), p)
+    return list(seen.values())
+
+
+class PlanFeed:
+    """Per model, the planned requests still to send (`pending`, the deques the executor takes from),
+    topped up from the committed plan; the outcome so far of each model (`outcomes`, `totals`)."""
+
+    def __init__(self, conn, config: SweepConfig, prompts: list[Prompt], specs: list[ModelSpec],
+                 retry_failed: tuple[str, ...] | None, session_id: str, *, step_rows: int = PLAN_ROWS):
+        self.run_name, self.prompts, self.specs = config.run, prompts, specs
+        self.retry_failed, self.session_id = retry_failed, session_id
+        self._cursor = conn.cursor()
+        # A run with nothing planned before this session has nothing finished: no need to look it up.
+        self.fresh = not conn.execute("SELECT EXISTS (SELECT 1 FROM requests WHERE run = ?)",
+                                      [config.run]).fetchone()[0]
+        self.planner = Planner(conn, config.run, prompts, specs, step_rows)
+        self.pending: dict[str, deque[WorkItem]] = {s.name: deque() for s in specs}
+        self.outcomes = [ModelOutcome(s.name, len(prompts) * s.samples, 0) for s in specs]
+        self._outcome = {o.name: o for o in self.outcomes}
+        self.totals = {o.name: (o.planned, 0) for o in self.outcomes}
+        self.fed = {s.name: 0 for s in specs}
+        self._next = {s.name: 0 for s in specs}  # the next prompt to feed, per model
+        self._finished: set[str] = set()
+        self._events: dict[str, asyncio.Event] = {}
+
+    # ---------------------------------------------------------------- the runner's side
+
+    def start(self) -> "PlanFeed":
+        self.planner.start()
+        return self
+
+    def finish_plan(self) -> None:
+        """Wait until the whole plan is written (the session ended with models stopped, say)."""
+        self.planner.join()
+        if self.planner.error is not None:
+            raise self.planner.error
+
+    def close(self) -> None:
+        """Stop planning (a plan cut short is completed by the next run) and release the cursor."""
+        self.planner.stop()
+        if self._cursor is not None:
+            self._cursor.close()
+            self._cursor = None
+
+    def unfed(self, name: str) -> int:
+        """Planned requests of a model never looked at in this session (it stopped, or the run did)."""
+        o = self._outcome[name]
+        return max(0, o.planned - o.already_done - o.cached - self.fed[name])
+
+    # ---------------------------------------------------------------- the executor's side
+
+    @property
+    def finished(self) -> bool:
+        return len(self._finished) == len(self.specs)
+
+    async def run(self, stopped: Callable[[str], "str | None"] = lambda name: None,
+                  wake: Callable[[], None] = lambda: None) -> None:
+        """Top up every model's pending requests until its plan is fed (or `stopped(model)` says it must not
+        send any more); `wake()` after each top-up."""
+        low = {s.name: 2 * s.max_concurrency for s in self.specs}
+        while not self.finished:
+            progressed = False
+            for spec in self.specs:
+                name = spec.name
+                if name in self._finished:
+                    continue
+                if stopped(name) or self._next[name] >= len(self.prompts):
+                    self._finish(name)
+                elif len(self.pending[name]) >= low[name]:
+                    continue
+                elif self.planner.planned[name] > self._next[name]:
+                    self._feed_window(spec)
+                    progressed = True
+                elif self.planner.error is not None:
+                    raise self.planner.error
+                else:
+                    continue
+                wake()
+                await asyncio.sleep(0)  # answers that arrived meanwhile are read between windows
+            if not progressed and not self.finished:
+                await asyncio.sleep(POLL_S)
+        wake()
+
+    async def primed(self) -> None:
+        """Wait until some request is pending or every model is fed (run() must be running)."""
+        while not self.finished and not any(self.pending.values()):
+            await asyncio.sleep(POLL_S)
+
+    async def wait_items(self, name: str) -> bool:
+        """Wait until the model has a pending request (True) or never will in this session (False)."""
+        while not self.pending[name]:
+            if name in self._finished:
+                return False
+            event = self._events.setdefault(name, asyncio.Event())
+            event.clear()
+            await event.wait()
+        return True
+
+    def _feed_window(self, spec: ModelSpec) -> None:
+        name, outcome = spec.name, self._outcome[spec.name]
+        start = self._next[name]
+        end = min(start + max(1, FEED_ROWS // spec.samples), self.planner.planned[name])
+        items = plan_items(self.run_name, spec, self.prompts[start:end], start)
+        self._next[name] = end
+        todo = items
+        if not self.fresh:
+            todo = remaining(self._cursor, items, self.retry_failed)
+            outcome.already_done += len(items) - len(todo)
+            outcome.answered_before += answered_count(self._cursor, items) if len(todo) < len(items) else 0
+        if spec.cache and todo:
+            still = serve_from_cache(self._cursor, todo, self.session_id)
+            outcome.cached += len(todo) - len(still)
+            todo = still
+        self.pending[name].extend(todo)
+        self.fed[name] += len(todo)
+        self.totals[name] = (outcome.planned, outcome.already_done + outcome.cached)
+        self._wake(name)
+
+    def _finish(self, name: str) -> None:
+        self._finished.add(name)
+        self._wake(name)
+
+    def _wake(self, name: str) -> None:
+        if (event := self._events.get(name)) is not None:
+            event.set()

@@ -18,7 +18,7 @@ import threading
 from collections import deque
 from typing import Callable
 
-from ..config import ModelSpec, SweepConfig
+from ..config import ModelSpec, SweepConfig, env_int
 from ..records import Prompt, WorkItem
 from ..storage.cache import serve_from_cache
 from ..storage.checkpoint import answered_count, plan_chunk, remaining
@@ -75,14 +75,14 @@ class PlanFeed:
     topped up from the committed plan; the outcome so far of each model (`outcomes`, `totals`)."""
 
     def __init__(self, conn, config: SweepConfig, prompts: list[Prompt], specs: list[ModelSpec],
-                 retry_failed: tuple[str, ...] | None, session_id: str, *, step_rows: int = PLAN_ROWS):
+                 retry_failed: tuple[str, ...] | None, session_id: str, *, step_rows: int | None = None):
         self.run_name, self.prompts, self.specs = config.run, prompts, specs
         self.retry_failed, self.session_id = retry_failed, session_id
         self._cursor = conn.cursor()
         # A run with nothing planned before this session has nothing finished: no need to look it up.
         self.fresh = not conn.execute("SELECT EXISTS (SELECT 1 FROM requests WHERE run = ?)",
                                       [config.run]).fetchone()[0]
-        self.planner = Planner(conn, config.run, prompts, specs, step_rows)
+        self.planner = Planner(conn, config.run, prompts, specs, step_rows or env_int("FAIRSWEEP_PLAN_ROWS") or PLAN_ROWS)
         self.pending: dict[str, deque[WorkItem]] = {s.name: deque() for s in specs}
         self.outcomes = [ModelOutcome(s.name, len(prompts) * s.samples, 0) for s in specs]
         self._outcome = {o.name: o for o in self.outcomes}

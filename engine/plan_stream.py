@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from datetime import datetime, timezone
 from collections import deque
 from typing import Callable
 
@@ -79,9 +80,12 @@ class PlanFeed:
         self.run_name, self.prompts, self.specs = config.run, prompts, specs
         self.retry_failed, self.session_id = retry_failed, session_id
         self._cursor = conn.cursor()
+        self.started = datetime.now(timezone.utc)
         # A run with nothing planned before this session has nothing finished: no need to look it up.
         self.fresh = not conn.execute("SELECT EXISTS (SELECT 1 FROM requests WHERE run = ?)",
                                       [config.run]).fetchone()[0]
+        # Only answers stored before this session serve from the cache: none, no need to look.
+        self.cache_filled = conn.execute("SELECT EXISTS (SELECT 1 FROM responses)").fetchone()[0]
         self.planner = Planner(conn, config.run, prompts, specs, step_rows or env_int("FAIRSWEEP_PLAN_ROWS") or PLAN_ROWS)
         self.pending: dict[str, deque[WorkItem]] = {s.name: deque() for s in specs}
         self.outcomes = [ModelOutcome(s.name, len(prompts) * s.samples, 0) for s in specs]
@@ -176,8 +180,8 @@ class PlanFeed:
             todo = remaining(self._cursor, items, self.retry_failed)
             outcome.already_done += len(items) - len(todo)
             outcome.answered_before += answered_count(self._cursor, items) if len(todo) < len(items) else 0
-        if spec.cache and todo:
-            still = serve_from_cache(self._cursor, todo, self.session_id)
+        if spec.cache and todo and self.cache_filled:
+            still = serve_from_cache(self._cursor, todo, self.session_id, self.started)
             outcome.cached += len(todo) - len(still)
             todo = still
         self.pending[name].extend(todo)

@@ -37,12 +37,13 @@ def config_text(db: Path, server: SimServerProcess, models: int, *, million: boo
     for k in range(models):
         model = "gpt-4o-mini" if million else f"sim-model-{k}"  # priced (the cap) / distinct (no shared cache)
         body.append(f'\n[[models]]\nname = "m{k}"\nmodel = "{model}"\napi_base = "{server.base_url}"\n'
-                    f"max_concurrency = {2 if million else 16}\n" + ("cache = false\n" if million else ""))
+                    f"max_concurrency = {2 if million else 16}\n"
+                    + ('cache = false\napi_key_env = "FAIRSWEEP_BENCH_SIM_KEY"\n' if million else ""))
     return head + "".join(body)
 
 
 def timed_run(pythonpath: str, config: Path, workdir: Path) -> dict:
-    env = {**os.environ, "PYTHONPATH": pythonpath}
+    env = {**os.environ, "PYTHONPATH": pythonpath, "FAIRSWEEP_BENCH_SIM_KEY": "unused-by-the-sim-server"}
     usage = workdir / "usage.txt"
     command = ["/usr/bin/time", "-o", str(usage), "-f", "%M %U %S", sys.executable, "-m", "fairsweep.cli", "run",
                "--config", str(config), "--no-progress"]

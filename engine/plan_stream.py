@@ -27,7 +27,8 @@ from .outcome import ModelOutcome
 from .work import plan_items
 
 PLAN_ROWS = 2048  # requests per planned step (one transaction)
-FEED_ROWS = 256   # requests per window handed to the executor; topped up below 2 x max_concurrency waiting
+FEED_PER_SLOT = 8  # a window handed to the executor: 8 requests per slot of max_concurrency (64 to 512);
+                   # topped up when fewer than 2 per slot wait: a model holds ~10 per slot, whatever its plan
 POLL_S = 0.02     # how often the feed looks again while every model has enough, or waits for the planner
 
 
@@ -172,7 +173,8 @@ class PlanFeed:
     def _feed_window(self, spec: ModelSpec) -> None:
         name, outcome = spec.name, self._outcome[spec.name]
         start = self._next[name]
-        end = min(start + max(1, FEED_ROWS // spec.samples), self.planner.planned[name])
+        window = min(512, max(64, FEED_PER_SLOT * spec.max_concurrency))
+        end = min(start + max(1, window // spec.samples), self.planner.planned[name])
         items = plan_items(self.run_name, spec, self.prompts[start:end], start)
         self._next[name] = end
         todo = items

@@ -93,7 +93,7 @@ def plan_chunk(conn: duckdb.DuckDBPyConnection, items: list[WorkItem], prompts: 
 def _insert_prompts(conn: duckdb.DuckDBPyConnection, prompts: list) -> None:
     """Prompts and their design rows (storage/design.py)."""
     insert_rows(conn, "prompts", ("benchmark", "prompt_key", "prompt_hash", "messages", "metadata"),
-                [(p.benchmark, p.key, p.prompt_hash, canonical_json(list(p.messages)), canonical_json(p.metadata))
+                [(p.benchmark, p.key, p.prompt_hash, p.messages_json, canonical_json(p.metadata))
                  for p in prompts])
     for table, (columns, rows) in design_rows(prompts).items():
         insert_rows(conn, table, columns, rows)

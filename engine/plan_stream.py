@@ -33,9 +33,13 @@ POLL_S = 0.02     # how often the feed looks again while every model has enough,
 
 
 class Planner(threading.Thread):
-    """Writes the whole plan on its own cursor; `planned[model]`: how many prompts of it are committed."""
+    """Writes the whole plan on its own cursor; `planned[model]`: how many prompts of it are committed.
+    A new run is written slice-major (every model starts after one step); a resumed one model by model,
+    writing only what its first sessions did not (looked up per model: a finished run plans in the time
+    it takes to read its ids)."""
 
-    def __init__(self, conn, run: str, prompts: list[Prompt], specs: list[ModelSpec], step_rows: int = PLAN_ROWS):
+    def __init__(self, conn, run: str, prompts: list[Prompt], specs: list[ModelSpec], step_rows: int = PLAN_ROWS,
+                 *, resumed: bool = False):
         super().__init__(name="fairsweep-planner", daemon=True)
         self._cursor = conn.cursor()
         self.run_name, self.prompts, self.specs = run, prompts, specs
@@ -43,21 +47,38 @@ class Planner(threading.Thread):
         self.planned = {s.name: 0 for s in specs}
         self.error: BaseException | None = None
         self.stopping = threading.Event()
+        self.resumed = resumed
 
     def run(self) -> None:
         try:
-            for start in range(0, len(self.prompts), self.step):
-                chunk = self.prompts[start:start + self.step]
-                for k, spec in enumerate(self.specs):
-                    if self.stopping.is_set():
-                        return
-                    plan_chunk(self._cursor, plan_items(self.run_name, spec, chunk, start),
-                               _distinct(chunk) if k == 0 else [])
-                    self.planned[spec.name] = start + len(chunk)
+            self._plan_models() if self.resumed else self._plan_slices()
         except BaseException as exc:  # noqa: BLE001 - surfaced in the event loop by PlanFeed
             self.error = exc
         finally:
             self._cursor.close()
+
+    def _plan_models(self) -> None:
+        for spec in self.specs:
+            planned = {r[0] for r in self._cursor.execute(
+                "SELECT request_id FROM requests WHERE run = ? AND model = ?", [self.run_name, spec.name]).fetchall()}
+            for start in range(0, len(self.prompts), self.step):
+                if self.stopping.is_set():
+                    return
+                chunk = self.prompts[start:start + self.step]
+                items = [i for i in plan_items(self.run_name, spec, chunk, start) if i.request_id not in planned]
+                if items:
+                    plan_chunk(self._cursor, items, _distinct([i.prompt for i in items]))
+                self.planned[spec.name] = start + len(chunk)
+
+    def _plan_slices(self) -> None:
+        for start in range(0, len(self.prompts), self.step):
+            chunk = self.prompts[start:start + self.step]
+            for k, spec in enumerate(self.specs):
+                if self.stopping.is_set():
+                    return
+                plan_chunk(self._cursor, plan_items(self.run_name, spec, chunk, start),
+                           _distinct(chunk) if k == 0 else [])
+                self.planned[spec.name] = start + len(chunk)
 
     def stop(self) -> None:
         self.stopping.set()
@@ -87,7 +108,8 @@ class PlanFeed:
                                       [config.run]).fetchone()[0]
         # Only answers stored before this session serve from the cache: none, no need to look.
         self.cache_filled = conn.execute("SELECT EXISTS (SELECT 1 FROM responses)").fetchone()[0]
-        self.planner = Planner(conn, config.run, prompts, specs, step_rows or env_int("FAIRSWEEP_PLAN_ROWS") or PLAN_ROWS)
+        self.planner = Planner(conn, config.run, prompts, specs, step_rows or env_int("FAIRSWEEP_PLAN_ROWS") or PLAN_ROWS,
+                               resumed=not self.fresh)
         self.pending: dict[str, deque[WorkItem]] = {s.name: deque() for s in specs}
         self.outcomes = [ModelOutcome(s.name, len(prompts) * s.samples, 0) for s in specs]
         self._outcome = {o.name: o for o in self.outcomes}
@@ -95,6 +117,7 @@ class PlanFeed:
         self.fed = {s.name: 0 for s in specs}
         self._next = {s.name: 0 for s in specs}  # the next prompt to feed, per model
         self._finished: set[str] = set()
+        self._left: dict[str, set[str]] = {}  # per looked-up model: the ids still to send
         self._events: dict[str, asyncio.Event] = {}
 
     # ---------------------------------------------------------------- the runner's side
@@ -173,23 +196,36 @@ class PlanFeed:
     def _feed_window(self, spec: ModelSpec) -> None:
         name, outcome = spec.name, self._outcome[spec.name]
         start = self._next[name]
+        if start == 0 and (not self.fresh or (spec.cache and self.cache_filled)):
+            self._left[name] = self._look_up(spec)
         window = min(512, max(64, FEED_PER_SLOT * spec.max_concurrency))
         end = min(start + max(1, window // spec.samples), self.planner.planned[name])
         items = plan_items(self.run_name, spec, self.prompts[start:end], start)
         self._next[name] = end
+        if (left := self._left.get(name)) is not None:
+            items = [i for i in items if i.request_id in left]
+            left.difference_update(i.request_id for i in items)
+        self.pending[name].extend(items)
+        self.fed[name] += len(items)
+        self._wake(name)
+
+    def _look_up(self, spec: ModelSpec) -> set[str]:
+        """A resumed model (or one the cache may answer): what is finished and what the cache serves, in one
+        query each over its whole plan, as a session that plans first does; returns the ids left to send
+        (only they are kept: a finished model keeps nothing)."""
+        outcome = self._outcome[spec.name]
+        items = plan_items(self.run_name, spec, self.prompts)
         todo = items
         if not self.fresh:
             todo = remaining(self._cursor, items, self.retry_failed)
-            outcome.already_done += len(items) - len(todo)
-            outcome.answered_before += answered_count(self._cursor, items) if len(todo) < len(items) else 0
+            outcome.already_done = len(items) - len(todo)
+            outcome.answered_before = answered_count(self._cursor, items) if outcome.already_done else 0
         if spec.cache and todo and self.cache_filled:
             still = serve_from_cache(self._cursor, todo, self.session_id, self.started)
-            outcome.cached += len(todo) - len(still)
+            outcome.cached = len(todo) - len(still)
             todo = still
-        self.pending[name].extend(todo)
-        self.fed[name] += len(todo)
-        self.totals[name] = (outcome.planned, outcome.already_done + outcome.cached)
-        self._wake(name)
+        self.totals[spec.name] = (outcome.planned, outcome.already_done + outcome.cached)
+        return {i.request_id for i in todo}
 
     def _finish(self, name: str) -> None:
         self._finished.add(name)

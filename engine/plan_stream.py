@@ -1,6 +1,6 @@
 """Plan while sending: a session's plan is written in steps while its first requests are already out.
 
-A planner thread writes the plan to DuckDB a step at a time (a slice of the prompts for one model, one
+The planner writes the plan to DuckDB a step at a time (a slice of the prompts for one model, one
 transaction each, slice-major over the models so that every model can start after its first step). In the
 executor's event loop, `PlanFeed.run` tops up each model's pending requests a window at a time from the part
 of the plan already committed: what is finished (stored answers, final failures) is left out, what the
@@ -14,10 +14,9 @@ written again harmless): the next run plans again what is missing and sends only
 from __future__ import annotations
 
 import asyncio
-import threading
 from datetime import datetime, timezone
 from collections import deque
-from typing import Callable
+from typing import Callable, Iterator
 
 from ..config import ModelSpec, SweepConfig, env_int
 from ..records import Prompt, WorkItem
@@ -26,64 +25,61 @@ from ..storage.checkpoint import answered_count, plan_chunk, remaining
 from .outcome import ModelOutcome
 from .work import plan_items
 
-PLAN_ROWS = 2048  # requests per planned step (one transaction)
+PLAN_ROWS = 256  # requests per planned step (one transaction, a few ms of the event loop)
 FEED_PER_SLOT = 8  # a window handed to the executor: 8 requests per slot of max_concurrency (64 to 512);
                    # topped up when fewer than 2 per slot wait: a model holds ~10 per slot, whatever its plan
 POLL_S = 0.02     # how often the feed looks again while every model has enough, or waits for the planner
 
 
-class Planner(threading.Thread):
-    """Writes the whole plan on its own cursor; `planned[model]`: how many prompts of it are committed.
-    A new run is written slice-major (every model starts after one step); a resumed one model by model,
-    writing only what its first sessions did not (looked up per model: a finished run plans in the time
-    it takes to read its ids)."""
+class Planner:
+    """Writes the whole plan, a step per call of `step()`; `planned[model]`: how many prompts of it are
+    committed. A new run is written slice-major (every model starts after one step); a resumed one model by
+    model, writing only what its earlier sessions did not (looked up per model: a finished run plans in the
+    time it takes to read its ids). It runs in the event loop between other work, never in a thread of its
+    own: a CPU-bound thread beside the event loop would make every socket call of the loop wait for the GIL."""
 
     def __init__(self, conn, run: str, prompts: list[Prompt], specs: list[ModelSpec], step_rows: int = PLAN_ROWS,
                  *, resumed: bool = False):
-        super().__init__(name="fairsweep-planner", daemon=True)
         self._cursor = conn.cursor()
         self.run_name, self.prompts, self.specs = run, prompts, specs
-        self.step = max(1, step_rows // max(s.samples for s in specs)) if specs else 1
+        self.step_prompts = max(1, step_rows // max(s.samples for s in specs)) if specs else 1
         self.planned = {s.name: 0 for s in specs}
-        self.error: BaseException | None = None
-        self.stopping = threading.Event()
-        self.resumed = resumed
+        self.done = False
+        self._steps = self._plan_models() if resumed else self._plan_slices()
 
-    def run(self) -> None:
-        try:
-            self._plan_models() if self.resumed else self._plan_slices()
-        except BaseException as exc:  # noqa: BLE001 - surfaced in the event loop by PlanFeed
-            self.error = exc
-        finally:
-            self._cursor.close()
+    def step(self) -> None:
+        """Write the next step (one transaction)."""
+        if not self.done and next(self._steps, None) is None:
+            self.done = True
 
-    def _plan_models(self) -> None:
+    def finish(self) -> None:
+        while not self.done:
+            self.step()
+
+    def close(self) -> None:
+        self.done = True
+        self._cursor.close()
+
+    def _plan_models(self) -> Iterator[bool]:
         for spec in self.specs:
             planned = {r[0] for r in self._cursor.execute(
                 "SELECT request_id FROM requests WHERE run = ? AND model = ?", [self.run_name, spec.name]).fetchall()}
-            for start in range(0, len(self.prompts), self.step):
-                if self.stopping.is_set():
-                    return
-                chunk = self.prompts[start:start + self.step]
+            for start in range(0, len(self.prompts), self.step_prompts):
+                chunk = self.prompts[start:start + self.step_prompts]
                 items = [i for i in plan_items(self.run_name, spec, chunk, start) if i.request_id not in planned]
                 if items:
                     plan_chunk(self._cursor, items, _distinct([i.prompt for i in items]))
                 self.planned[spec.name] = start + len(chunk)
+                yield True
 
-    def _plan_slices(self) -> None:
-        for start in range(0, len(self.prompts), self.step):
-            chunk = self.prompts[start:start + self.step]
+    def _plan_slices(self) -> Iterator[bool]:
+        for start in range(0, len(self.prompts), self.step_prompts):
+            chunk = self.prompts[start:start + self.step_prompts]
             for k, spec in enumerate(self.specs):
-                if self.stopping.is_set():
-                    return
                 plan_chunk(self._cursor, plan_items(self.run_name, spec, chunk, start),
                            _distinct(chunk) if k == 0 else [])
                 self.planned[spec.name] = start + len(chunk)
-
-    def stop(self) -> None:
-        self.stopping.set()
-        if self.is_alive():
-            self.join()
+                yield True
 
 
 def _distinct(prompts: list[Prompt]) -> list[Prompt]:
@@ -122,20 +118,14 @@ class PlanFeed:
 
     # ---------------------------------------------------------------- the runner's side
 
-    def start(self) -> "PlanFeed":
-        self.planner.start()
-        return self
-
     def finish_plan(self) -> None:
-        """Wait until the whole plan is written (the session ended with models stopped, say)."""
-        self.planner.join()
-        if self.planner.error is not None:
-            raise self.planner.error
+        """Write what is left of the plan (the session ended early: every model stopped, say)."""
+        self.planner.finish()
 
     def close(self) -> None:
-        """Stop planning (a plan cut short is completed by the next run) and release the cursor."""
-        self.planner.stop()
+        """Stop planning (a plan cut short is completed by the next run) and release the cursors."""
         if self._cursor is not None:
+            self.planner.close()
             self._cursor.close()
             self._cursor = None
 
@@ -155,8 +145,10 @@ class PlanFeed:
         """Top up every model's pending requests until its plan is fed (or `stopped(model)` says it must not
         send any more); `wake()` after each top-up."""
         low = {s.name: 2 * s.max_concurrency for s in self.specs}
-        while not self.finished:
-            progressed = False
+        planner = self.planner
+        while not (self.finished and planner.done):
+            progressed = not planner.done
+            planner.step()  # one step of the plan, then answers and windows
             for spec in self.specs:
                 name = spec.name
                 if name in self._finished:
@@ -165,17 +157,14 @@ class PlanFeed:
                     self._finish(name)
                 elif len(self.pending[name]) >= low[name]:
                     continue
-                elif self.planner.planned[name] > self._next[name]:
+                elif planner.planned[name] > self._next[name]:
                     self._feed_window(spec)
                     progressed = True
-                elif self.planner.error is not None:
-                    raise self.planner.error
                 else:
                     continue
                 wake()
                 await asyncio.sleep(0)  # answers that arrived meanwhile are read between windows
-            if not progressed and not self.finished:
-                await asyncio.sleep(POLL_S)
+            await asyncio.sleep(0 if progressed else POLL_S)
         wake()
 
     async def primed(self) -> None:

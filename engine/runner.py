@@ -62,7 +62,7 @@ def run_sweep(config: SweepConfig, prompts: list[Prompt], *, command: str, specs
         if batched:  # batches are cut from the whole plan: plan it first
             todo, outcomes = plan_session(conn, config, prompts, specs, retry_failed)
         else:  # plan while sending (engine/plan_stream.py)
-            feed = PlanFeed(conn, config, prompts, specs, retry_failed, session_id).start()
+            feed = PlanFeed(conn, config, prompts, specs, retry_failed, session_id)
             todo, outcomes = feed.pending, feed.outcomes
         writer = BatchWriter(conn, flush_rows=config.flush_rows, flush_ms=config.flush_ms,
                              journal=Journal(config.db, fsync=config.journal_fsync), after_commit=after_commit)

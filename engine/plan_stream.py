@@ -26,6 +26,7 @@ from .outcome import ModelOutcome
 from .work import plan_items
 
 PLAN_ROWS = 256  # requests per planned step (one transaction, a few ms of the event loop)
+IDLE_PLAN_ROWS = 4096  # per step once nothing is left to feed (every model fed or stopped): nothing waits
 FEED_PER_SLOT = 8  # a window handed to the executor: 8 requests per slot of max_concurrency (64 to 512);
                    # topped up when fewer than 2 per slot wait: a model holds ~10 per slot, whatever its plan
 POLL_S = 0.02     # how often the feed looks again while every model has enough, or waits for the planner
@@ -42,7 +43,8 @@ class Planner:
                  *, resumed: bool = False):
         self._cursor = conn.cursor()
         self.run_name, self.prompts, self.specs = run, prompts, specs
-        self.step_prompts = max(1, step_rows // max(s.samples for s in specs)) if specs else 1
+        self._samples = max((s.samples for s in specs), default=1)
+        self.step_prompts = max(1, step_rows // self._samples)
         self.planned = {s.name: 0 for s in specs}
         self.done = False
         self._steps = self._plan_models() if resumed else self._plan_slices()
@@ -52,7 +54,12 @@ class Planner:
         if not self.done and next(self._steps, None) is None:
             self.done = True
 
+    def hurry(self) -> None:
+        """Nothing waits for the event loop: larger steps from now on."""
+        self.step_prompts = max(self.step_prompts, IDLE_PLAN_ROWS // self._samples)
+
     def finish(self) -> None:
+        self.hurry()
         while not self.done:
             self.step()
 
@@ -64,22 +71,26 @@ class Planner:
         for spec in self.specs:
             planned = {r[0] for r in self._cursor.execute(
                 "SELECT request_id FROM requests WHERE run = ? AND model = ?", [self.run_name, spec.name]).fetchall()}
-            for start in range(0, len(self.prompts), self.step_prompts):
+            start = 0
+            while start < len(self.prompts):
                 chunk = self.prompts[start:start + self.step_prompts]
                 items = [i for i in plan_items(self.run_name, spec, chunk, start) if i.request_id not in planned]
                 if items:
                     plan_chunk(self._cursor, items, _distinct([i.prompt for i in items]))
-                self.planned[spec.name] = start + len(chunk)
+                start += len(chunk)
+                self.planned[spec.name] = start
                 yield True
 
     def _plan_slices(self) -> Iterator[bool]:
-        for start in range(0, len(self.prompts), self.step_prompts):
+        start = 0
+        while start < len(self.prompts):
             chunk = self.prompts[start:start + self.step_prompts]
             for k, spec in enumerate(self.specs):
                 plan_chunk(self._cursor, plan_items(self.run_name, spec, chunk, start),
                            _distinct(chunk) if k == 0 else [])
                 self.planned[spec.name] = start + len(chunk)
                 yield True
+            start += len(chunk)
 
 
 def _distinct(prompts: list[Prompt]) -> list[Prompt]:
@@ -164,6 +175,8 @@ class PlanFeed:
                     continue
                 wake()
                 await asyncio.sleep(0)  # answers that arrived meanwhile are read between windows
+            if self.finished:
+                planner.hurry()
             await asyncio.sleep(0 if progressed else POLL_S)
         wake()
 

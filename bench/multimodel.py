@@ -87,13 +87,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", required=True, help="PYTHONPATH entry of the version to compare with")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--models", default="1,5,20")
+    parser.add_argument("--models", default="1,5,20", help='model counts, or "none" (the million plan only)')
     parser.add_argument("--no-million", action="store_true")
     args = parser.parse_args()
     after = str(Path(__import__("fairsweep").__file__).resolve().parents[1])
     after_path = os.environ.get("PYTHONPATH", after)
     versions = {"before": args.before, "after": after_path}
-    cases = [(f"{n} model{'s' if n > 1 else ''} x {PROMPTS}", n, False) for n in map(int, args.models.split(","))]
+    counts = [] if args.models == "none" else [int(n) for n in args.models.split(",")]
+    cases = [(f"{n} model{'s' if n > 1 else ''} x {PROMPTS}", n, False) for n in counts]
     if not args.no_million:
         cases.append((f"million plan ({MILLION_MODELS} x {PROMPTS})", MILLION_MODELS, True))
     results: dict[tuple[str, str, str], list[float]] = {}

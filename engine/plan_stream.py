@@ -25,7 +25,8 @@ from ..storage.checkpoint import answered_count, plan_chunk, remaining
 from .outcome import ModelOutcome
 from .work import plan_items
 
-PLAN_ROWS = 256  # requests per planned step (one transaction, a few ms of the event loop)
+PLAN_ROWS = 256  # requests in the first planned step (one transaction, a few ms of the event loop) ...
+MAX_PLAN_ROWS = 1024  # ... doubling per slice up to this: fewer transactions, no long stall of the loop
 IDLE_PLAN_ROWS = 4096  # per step once nothing is left to feed (every model fed or stopped): nothing waits
 FEED_PER_SLOT = 8  # a window handed to the executor: 8 requests per slot of max_concurrency (64 to 512);
                    # topped up when fewer than 2 per slot wait: a model holds ~10 per slot, whatever its plan
@@ -40,11 +41,12 @@ class Planner:
     own: a CPU-bound thread beside the event loop would make every socket call of the loop wait for the GIL."""
 
     def __init__(self, conn, run: str, prompts: list[Prompt], specs: list[ModelSpec], step_rows: int = PLAN_ROWS,
-                 *, resumed: bool = False):
+                 *, resumed: bool = False, max_rows: int = MAX_PLAN_ROWS):
         self._cursor = conn.cursor()
         self.run_name, self.prompts, self.specs = run, prompts, specs
         self._samples = max((s.samples for s in specs), default=1)
         self.step_prompts = max(1, step_rows // self._samples)
+        self._max_prompts = max(self.step_prompts, max_rows // self._samples)
         self.planned = {s.name: 0 for s in specs}
         self.done = False
         self._steps = self._plan_models() if resumed else self._plan_slices()
@@ -56,7 +58,8 @@ class Planner:
 
     def hurry(self) -> None:
         """Nothing waits for the event loop: larger steps from now on."""
-        self.step_prompts = max(self.step_prompts, IDLE_PLAN_ROWS // self._samples)
+        self._max_prompts = max(self._max_prompts, IDLE_PLAN_ROWS // self._samples)
+        self.step_prompts = self._max_prompts
 
     def finish(self) -> None:
         self.hurry()
@@ -80,6 +83,7 @@ class Planner:
                 start += len(chunk)
                 self.planned[spec.name] = start
                 yield True
+                self.step_prompts = min(2 * self.step_prompts, self._max_prompts)
 
     def _plan_slices(self) -> Iterator[bool]:
         start = 0
@@ -91,6 +95,7 @@ class Planner:
                 self.planned[spec.name] = start + len(chunk)
                 yield True
             start += len(chunk)
+            self.step_prompts = min(2 * self.step_prompts, self._max_prompts)
 
 
 def _distinct(prompts: list[Prompt]) -> list[Prompt]:
@@ -115,8 +120,9 @@ class PlanFeed:
                                       [config.run]).fetchone()[0]
         # Only answers stored before this session serve from the cache: none, no need to look.
         self.cache_filled = conn.execute("SELECT EXISTS (SELECT 1 FROM responses)").fetchone()[0]
-        self.planner = Planner(conn, config.run, prompts, specs, step_rows or env_int("FAIRSWEEP_PLAN_ROWS") or PLAN_ROWS,
-                               resumed=not self.fresh)
+        rows = step_rows or env_int("FAIRSWEEP_PLAN_ROWS")  # set: every step this size (tests slow a plan down)
+        self.planner = Planner(conn, config.run, prompts, specs, rows or PLAN_ROWS, resumed=not self.fresh,
+                               max_rows=rows or MAX_PLAN_ROWS)
         self.pending: dict[str, deque[WorkItem]] = {s.name: deque() for s in specs}
         self.outcomes = [ModelOutcome(s.name, len(prompts) * s.samples, 0) for s in specs]
         self._outcome = {o.name: o for o in self.outcomes}

@@ -30,7 +30,11 @@ class Prompt:
 
     @functools.cached_property  # read several times per request while planning: computed once per prompt
     def prompt_hash(self) -> str:
-        return hashlib.sha256(canonical_json(list(self.messages)).encode()).hexdigest()[:16]
+        return hashlib.sha256(self.messages_json.encode()).hexdigest()[:16]
+
+    @functools.cached_property  # hashed into every model's cache keys, and stored with the prompt
+    def messages_json(self) -> str:
+        return canonical_json(list(self.messages))
 
 
 @dataclass(frozen=True)

@@ -304,6 +304,7 @@ ENV_KNOBS = {
     "FAIRSWEEP_RAY_WORKERS": ("the number of Ray workers", 1, 10_000),
     "FAIRSWEEP_MRNI_BOOT": ("the number of MRNI-BB bootstrap resamples", 1, 1_000_000),
     "FAIRSWEEP_PROGRESS_S": ("seconds between progress lines when stderr is not a terminal", 1, 86_400),
+    "FAIRSWEEP_PLAN_ROWS": ("requests per planned step, one transaction each (default: 256, doubling up to 1024)", 1, 1_000_000),
 }
 
 

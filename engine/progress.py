@@ -89,21 +89,22 @@ class Watched(Protocol):
 class ModelWatch:
     """Samples one model's counters to tell its recent answer rate."""
 
-    def __init__(self, queue: Watched, planned: int, done_before: int, spend):
-        self.queue, self.planned, self.done_before, self.spend = queue, planned, done_before, spend
+    def __init__(self, queue: Watched, totals: dict[str, tuple[int, int]], spend):
+        self.queue, self.totals, self.spend = queue, totals, spend  # totals grow while a plan is fed
         self._samples: deque[tuple[float, int]] = deque()
 
     def line(self, now: float) -> ModelLine:
         q, counts = self.queue, self.queue.counts
+        planned, done_before = self.totals.get(q.spec.name, (0, 0))
         settled = counts.stored + counts.failed
         self._samples.append((now, settled))
         while now - self._samples[0][0] > WINDOW_S:
             self._samples.popleft()
         t0, n0 = self._samples[0]
         rate = (settled - n0) / (now - t0) if now - t0 >= 1.0 else None
-        left = max(0, self.planned - self.done_before - settled)
+        left = max(0, planned - done_before - settled)
         eta = left / rate if rate else (0.0 if left == 0 else None)
-        return ModelLine(q.spec.name, self.done_before + counts.stored + counts.failed, self.planned, rate, eta,
+        return ModelLine(q.spec.name, done_before + counts.stored + counts.failed, planned, rate, eta,
                          counts.retries, counts.failed, q.rate_limited, q.pace, self.spend(q.spec.name),
                          counts.stopped)
 
@@ -121,7 +122,7 @@ class ProgressReporter:
         self.mode = "off" if not (enabled and queues) else ("live" if self.console.is_terminal else "lines")
         self.every_s = every_s
         spend = spend or (lambda model: None)
-        self.watches = [ModelWatch(q, *totals.get(q.spec.name, (0, 0)), spend) for q in queues]
+        self.watches = [ModelWatch(q, totals, spend) for q in queues]
         self._live: Live | None = None
         self._ticker: asyncio.Task | None = None
 

@@ -23,6 +23,7 @@ from .executors import SweepJob, select_executor
 from .gate import build_gate
 from .limit_policy import BreakerSettings
 from .run_outcome import ModelOutcome, RunOutcome, SessionCounts, merged
+from .plan_stream import PlanFeed
 from .progress import live_lines
 from .retry import OutputCheck, RetryPolicy
 from .work import plan_items
@@ -56,31 +57,46 @@ def run_sweep(config: SweepConfig, prompts: list[Prompt], *, command: str, specs
     conn = open_db(config.db)
     # other commands read this DB through this process; `state`: what only it knows (pace, stops), for `view`
     live = LiveServer(conn, config.db, state=lambda: {"run": config.run, "models": live_lines()}).start()
+    feed = None
     try:
         session_id = register_run(conn, config, command)
-        todo, outcomes = plan_session(conn, config, prompts, specs, retry_failed)
+        batched = batched_specs(conn, config, specs)
+        if batched:  # batches are cut from the whole plan: plan it first
+            todo, outcomes = plan_session(conn, config, prompts, specs, retry_failed)
+        else:  # plan while sending (engine/plan_stream.py)
+            feed = PlanFeed(conn, config, prompts, specs, retry_failed, session_id)
+            todo, outcomes = feed.pending, feed.outcomes
         writer = RowWriter(conn, flush_rows=config.flush_rows, flush_ms=config.flush_ms,
                            journal=Journal(config.db, fsync=config.journal_fsync), after_commit=after_commit)
         try:
             gate = build_gate(conn, config, specs, writer)
             batches = None
-            if batched := batched_specs(conn, config, specs):
+            if batched:
                 from .batch.sender import BatchSender  # its adapters only for runs that batch
                 batches = BatchSender(conn, config, batched, writer, session_id, policy, check, gate)
-            if batches:  # requests in a batch still in flight are followed there, never sent again
-                todo = batches.attach(todo)
-            serve_cached(conn, todo, outcomes, session_id)
-            totals = {o.name: (o.planned, o.already_done + o.cached) for o in outcomes}
+                todo = batches.attach(todo)  # requests in a batch still in flight are followed there, never sent again
+                serve_cached(conn, todo, outcomes, session_id)
+            totals = feed.totals if feed else {o.name: (o.planned, o.already_done + o.cached) for o in outcomes}
             breaker = BreakerSettings(config.breaker_failures, float(config.breaker_seconds))
-            sent = send(SweepJob(specs, todo, writer, session_id, policy, progress, check, gate, totals, breaker),
-                        executor, batches)
+            sent = send(SweepJob(specs, todo, writer, session_id, policy, progress, check, gate, totals, breaker,
+                                 feed), executor, batches)
+            if feed is not None and not sent.interrupted:
+                feed.finish_plan()  # e.g. every model stopped early: the plan is still written whole
         finally:
-            writer.close()
+            try:
+                if feed is not None:
+                    feed.close()
+            finally:
+                writer.close()
         for outcome in outcomes:
             outcome.add(sent.models.get(outcome.name))
+            if feed is not None:
+                outcome.not_sent += feed.unfed(outcome.name)
         return RunOutcome(config.run, config.db, outcomes, sent.interrupted, warnings=list(gate.drift_warnings),
                           batches_in_flight=len(batches.in_flight()) if batches else 0)
     finally:
+        if feed is not None:
+            feed.close()
         live.close()
         conn.close()
 

@@ -10,6 +10,7 @@ import asyncio
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Awaitable, Callable
 
 from ..config import ModelSpec
 from ..providers.base import (AuthError, ChatRequest, ConfigurationError, Provider, ProviderFailure, RateLimitedError,
@@ -34,6 +35,7 @@ class ModelQueue:
     counts: SendCounts = field(default_factory=SendCounts)
     set_aside: int = 0  # answered "misconfigured": not sent again in this session, still pending
     in_flight: int = 0
+    more: Callable[[], Awaitable[bool]] | None = None  # a plan still being fed: wait for items (False: no more)
 
     @property
     def rate_limited(self) -> int:
@@ -69,11 +71,16 @@ class Scheduler:
     async def run(self) -> None:
         async with asyncio.TaskGroup() as group:
             for queue in self.queues:
-                for _ in range(min(queue.spec.max_concurrency, len(queue.items))):
+                workers = queue.spec.max_concurrency if queue.more else min(queue.spec.max_concurrency, len(queue.items))
+                for _ in range(workers):
                     group.create_task(self._worker(queue))
 
     async def _worker(self, queue: ModelQueue) -> None:
-        while queue.items and queue.counts.stopped is None:
+        while queue.counts.stopped is None:
+            if not queue.items and not (queue.more is not None and await queue.more()):
+                break
+            if queue.counts.stopped is not None:
+                break
             if reason := queue.limiter.stopped or (self.gate and self.gate.stopped(queue.spec.name)):
                 queue.counts.stop(reason)  # auth, configuration, breaker, a spend cap or strict drift
                 break

@@ -28,13 +28,35 @@ def cache_key(spec: ModelSpec, prompt: Prompt, sample: int, params: dict[str, An
     return hashlib.sha256(canonical_json(content).encode()).hexdigest()[:32]
 
 
-def plan_items(run: str, spec: ModelSpec, prompts: list[Prompt]) -> list[WorkItem]:
-    """Every (prompt, sample) for one model, in the prompts' order (sample-major within a prompt)."""
+def plan_items(run: str, spec: ModelSpec, prompts: list[Prompt], start: int = 0) -> list[WorkItem]:
+    """Every (prompt, sample) for one model, in the prompts' order (sample-major within a prompt).
+    `start`: the ordinal of prompts[0] (a slice of a longer prompt list).
+
+    The ids are request_id() and cache_key() exactly, with the JSON of what every item of the model shares
+    serialised once (planning hashes every request of a plan: this is most of its CPU)."""
     params = spec.generation_params()
+    dumps = _dumps
+    id_head = f"[{dumps(run)},{dumps(spec.name)},"
+    id_tail = f",{dumps(params)}]"
+    cacheable = cache_key(spec, prompts[0], 0, params) is not None if prompts else False
+    temperature = float(params.get("temperature") or 0.0)
+    key_head = hashlib.sha256(f"[{dumps(spec.model)},{dumps(spec.api_base)},{dumps(params)},".encode())
+    name, samples, sha256 = spec.name, spec.samples, hashlib.sha256
     items = []
-    for ordinal, prompt in enumerate(prompts):
-        for sample in range(spec.samples):
-            rid = request_id(run, spec.name, prompt, sample, params)
-            items.append(WorkItem(rid, run, spec.name, prompt, sample, params, ordinal,
-                                  cache_key(spec, prompt, sample, params)))
+    for ordinal, prompt in enumerate(prompts, start):
+        id_prompt = f"{id_head}{dumps(prompt.benchmark)},{dumps(prompt.key)},{dumps(prompt.prompt_hash)},"
+        messages = prompt.messages_json.encode() if cacheable else b""
+        for sample in range(samples):
+            rid = sha256(f"{id_prompt}{sample}{id_tail}".encode()).hexdigest()[:32]
+            key = None
+            if cacheable:
+                h = key_head.copy()
+                h.update(messages)
+                h.update(f",{sample if temperature > 0 else 'null'}]".encode())
+                key = h.hexdigest()[:32]
+            items.append(WorkItem(rid, run, name, prompt, sample, params, ordinal, key))
     return items
+
+
+def _dumps(value: Any) -> str:
+    return canonical_json(value)

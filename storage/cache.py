@@ -14,8 +14,10 @@ from .tx import transaction
 from .writer import insert_rows
 
 
-def cache_sources(conn: duckdb.DuckDBPyConnection, items: list[WorkItem]) -> dict[str, str]:
-    """request_id -> the request whose stored response answers it (same cache key, already answered)."""
+def cache_sources(conn: duckdb.DuckDBPyConnection, items: list[WorkItem],
+                  before: datetime | None = None) -> dict[str, str]:
+    """request_id -> the request whose stored response answers it (same cache key, already answered;
+    `before`: answered before then, e.g. before this session started)."""
     wanted = [(i.request_id, i.cache_key) for i in items if i.cache_key]
     if not wanted:
         return {}
@@ -25,14 +27,19 @@ def cache_sources(conn: duckdb.DuckDBPyConnection, items: list[WorkItem]) -> dic
         FROM wanted w
         JOIN requests r ON r.cache_key = w.cache_key AND r.request_id <> w.request_id
         JOIN responses s ON s.request_id = r.request_id
+        WHERE $3::TIMESTAMPTZ IS NULL OR s.received_at < $3::TIMESTAMPTZ
         GROUP BY w.request_id
-    """, [[w[0] for w in wanted], [w[1] for w in wanted]]).fetchall()
+    """, [[w[0] for w in wanted], [w[1] for w in wanted], before]).fetchall()
     return dict(rows)
 
 
-def serve_from_cache(conn: duckdb.DuckDBPyConnection, items: list[WorkItem], session_id: str) -> list[WorkItem]:
-    """Store cached answers for the items that have one; return the items still to send."""
-    sources = cache_sources(conn, items)
+def serve_from_cache(conn: duckdb.DuckDBPyConnection, items: list[WorkItem], session_id: str,
+                     before: datetime | None = None) -> list[WorkItem]:
+    """Store cached answers for the items that have one; return the items still to send. `before`: serve
+    only answers received before then (a session feeding its plan as it sends serves what was stored
+    before it started, as a session that plans first does; never one model's answer of this session to
+    another)."""
+    sources = cache_sources(conn, items, before)
     if not sources:
         return items
     now = datetime.now(timezone.utc)

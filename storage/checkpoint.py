@@ -66,19 +66,34 @@ def plan_requests(conn: duckdb.DuckDBPyConnection, items: list[WorkItem]) -> Non
             if (key := (p.benchmark, p.key, p.prompt_hash)) not in written:
                 prompts[key] = p
         written.update(prompts)
-        with transaction(conn):
-            _insert_prompts(conn, list(prompts.values()))
-            insert_rows(conn, "requests",
-                        ("request_id", "run", "model", "benchmark", "prompt_key", "prompt_hash", "sample", "params",
-                         "ordinal", "cache_key"),
-                        [(i.request_id, i.run, i.model, i.prompt.benchmark, i.prompt.key, i.prompt.prompt_hash,
-                          i.sample, canonical_json(i.params), i.ordinal, i.cache_key) for i in chunk])
+        plan_chunk(conn, chunk, list(prompts.values()))
+
+
+REQUEST_COLUMNS = ("request_id", "run", "model", "benchmark", "prompt_key", "prompt_hash", "sample", "params",
+                   "ordinal", "cache_key")
+
+
+def plan_chunk(conn: duckdb.DuckDBPyConnection, items: list[WorkItem], prompts: list) -> None:
+    """One step of a plan in one transaction: `prompts` (with their design rows), then the `items`' requests.
+    Keyed inserts: a step written twice (a resumed plan) changes nothing."""
+    params: dict[int, str] = {}  # the items of one model share one params dict: serialise it once
+    rows = []
+    for i in items:
+        p = i.prompt
+        if (text := params.get(id(i.params))) is None:
+            text = params[id(i.params)] = canonical_json(i.params)
+        rows.append((i.request_id, i.run, i.model, p.benchmark, p.key, p.prompt_hash, i.sample, text, i.ordinal,
+                     i.cache_key))
+    with transaction(conn):
+        if prompts:
+            _insert_prompts(conn, prompts)
+        insert_rows(conn, "requests", REQUEST_COLUMNS, rows)
 
 
 def _insert_prompts(conn: duckdb.DuckDBPyConnection, prompts: list) -> None:
     """Prompts and their design rows (storage/design.py)."""
     insert_rows(conn, "prompts", ("benchmark", "prompt_key", "prompt_hash", "messages", "metadata"),
-                [(p.benchmark, p.key, p.prompt_hash, canonical_json(list(p.messages)), canonical_json(p.metadata))
+                [(p.benchmark, p.key, p.prompt_hash, p.messages_json, canonical_json(p.metadata))
                  for p in prompts])
     for table, (columns, rows) in design_rows(prompts).items():
         insert_rows(conn, table, columns, rows)

@@ -21,6 +21,7 @@ from .shards import Shard, ShardUpdate
 if TYPE_CHECKING:
     from ...storage.writer import RowWriter
     from ..gate import SendGate
+    from ..plan_stream import PlanFeed
 
 
 @dataclass
@@ -40,9 +41,11 @@ class ShardBook:
 
     def __init__(self, specs: list[ModelSpec], todo: dict[str, list[WorkItem]], writer: RowWriter,
                  session_id: str, shard_size: int, worker_spec: Callable[[ModelSpec], ModelSpec],
-                 gate: SendGate | None = None):
+                 gate: SendGate | None = None, feed: PlanFeed | None = None):
         self.specs = {s.name: s for s in specs}
-        self.pending = {s.name: deque(todo[s.name]) for s in specs if todo[s.name]}
+        self.feed = feed  # set: `todo` holds the deques a plan still being fed tops up
+        self.pending = ({s.name: todo[s.name] for s in specs} if feed else
+                        {s.name: deque(todo[s.name]) for s in specs if todo[s.name]})
         self.tallies = {name: ModelTally(self.specs[name], len(items)) for name, items in self.pending.items()}
         self.writer, self.session_id, self.shard_size = writer, session_id, shard_size
         self.worker_spec = worker_spec
@@ -60,10 +63,21 @@ class ShardBook:
         """The next shard to send; None once nothing is pending and nothing in flight can come back."""
         while True:
             shard = self._take()
-            if shard is not None or self.closed or not self.in_flight:
+            if shard is not None or self.closed or not (self.in_flight or self._feeding()):
                 return shard
             self._changed.clear()
             await self._changed.wait()
+
+    def _feeding(self) -> bool:
+        return self.feed is not None and not self.feed.finished
+
+    def wake(self) -> None:
+        """New items were fed (or the feed ended)."""
+        self._changed.set()
+
+    def stopped(self, name: str) -> str | None:
+        """Whether a model must not be fed any more (its tally stopped, or the gate stops it)."""
+        return self.tallies[name].counts.stopped or (self.gate.stopped(name) if self.gate is not None else None)
 
     def _take(self) -> Shard | None:
         if self.closed:
@@ -137,7 +151,9 @@ class ShardBook:
         self._changed.set()
 
     def counts(self) -> dict[str, SendCounts]:
-        for tally in self.tallies.values():
+        for name, tally in self.tallies.items():
+            if self.feed is not None:
+                tally.todo = self.feed.fed[name]
             c = tally.counts
             c.not_sent = tally.todo - c.stored - c.failed - c.gave_up
             c.rate_limited = tally.rate_limited

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from ...records import WorkItem
     from ...storage.writer import RowWriter
     from ..gate import SendGate
+    from ..plan_stream import PlanFeed
     from ..run_outcome import SessionCounts
     from ..retry import OutputCheck, RetryPolicy
 
@@ -30,6 +31,7 @@ class SweepJob:
     gate: SendGate | None = None  # spend caps and drift, consulted before each send
     totals: dict[str, tuple[int, int]] = field(default_factory=dict)  # model -> (planned, done before)
     breaker: BreakerSettings = field(default_factory=BreakerSettings)  # when a dead endpoint stops its model
+    feed: PlanFeed | None = None  # set: `todo` is being planned still; run feed.run() beside the sending
 
 
 class Executor(Protocol):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
+from functools import partial
 from typing import TYPE_CHECKING
 
 from ...config import ModelSpec
@@ -37,9 +38,11 @@ class LocalExecutor:
 
     def execute(self, job: SweepJob) -> SessionCounts:
         limiters = build_limiters(job.specs, job.breaker)
+        feed = job.feed
         queues = [ModelQueue(spec, make_provider(spec), limiters[spec.limiter_key()].for_model(spec.name),
-                             deque(job.todo[spec.name]))
-                  for spec in job.specs if job.todo[spec.name]]
+                             job.todo[spec.name] if feed else deque(job.todo[spec.name]),
+                             more=partial(feed.wait_items, spec.name) if feed else None)
+                  for spec in job.specs if feed or job.todo[spec.name]]
         interrupted = False
         try:
             asyncio.run(self._execute(job, queues))
@@ -53,9 +56,24 @@ class LocalExecutor:
                                     every_s=progress_every_s())
         try:
             async with reporter:
-                await Scheduler(queues, AttemptRecorder(job.writer, job.session_id), job.policy, job.check,
-                                job.gate).run()
+                scheduler = Scheduler(queues, AttemptRecorder(job.writer, job.session_id), job.policy, job.check,
+                                      job.gate)
+                if job.feed is None:
+                    await scheduler.run()
+                else:  # planning goes on: feed the queues while they send
+                    async with asyncio.TaskGroup() as group:
+                        group.create_task(job.feed.run(stopped=_stopped_by(queues, job.gate)))
+                        group.create_task(scheduler.run())
         finally:
             for queue in queues:
                 with contextlib.suppress(Exception):
                     await queue.provider.aclose()
+
+
+def _stopped_by(queues: list[ModelQueue], gate):
+    """Whether a model must not be fed any more: its queue stopped, or the gate stops it."""
+    by_name = {q.spec.name: q for q in queues}
+
+    def stopped(name: str) -> str | None:
+        return by_name[name].counts.stopped or (gate.stopped(name) if gate is not None else None)
+    return stopped

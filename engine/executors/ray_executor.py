@@ -155,7 +155,7 @@ class RayExecutor:
         self.stats: dict = {}
 
     def execute(self, job: SweepJob) -> SessionCounts:
-        if not any(job.todo.values()):
+        if job.feed is None and not any(job.todo.values()):
             return SessionCounts()  # nothing left: no need for a cluster
         connected_here = self._connect()
         book = self._book(job)
@@ -202,12 +202,29 @@ class RayExecutor:
         caps = self._caps(job.specs)
         return ShardBook(job.specs, job.todo, job.writer, job.session_id, self.shard_size,
                          lambda s: dataclasses.replace(s, max_concurrency=min(s.max_concurrency, caps[s.limiter_key()])),
-                         gate=job.gate)
+                         gate=job.gate, feed=job.feed)
 
     async def _drive(self, job: SweepJob, book: ShardBook) -> None:
         cancel_on_sigterm()
-        if not book.pending:
-            return
+        feeding = None
+        if job.feed is not None:  # planning goes on: feed the book while the workers send
+            feeding = asyncio.create_task(_feed(job.feed, book))
+            primed = asyncio.create_task(job.feed.primed())
+            await asyncio.wait({feeding, primed}, return_when=asyncio.FIRST_COMPLETED)
+            primed.cancel()
+            if feeding.done():
+                feeding.result()  # the plan failed: its error
+        try:
+            if any(book.pending.values()):
+                await self._send(job, book)
+            if feeding is not None:
+                await feeding
+        finally:
+            if feeding is not None and not feeding.done():
+                feeding.cancel()
+                await asyncio.gather(feeding, return_exceptions=True)
+
+    async def _send(self, job: SweepJob, book: ShardBook) -> None:
         pool = WorkerPool(job, self._caps(job.specs), self._workers())
         self.worker_pids = pool.pids
         started = time.perf_counter()
@@ -256,6 +273,14 @@ class RayExecutor:
                     raise  # the worker lives but failed (e.g. it lost a limiter actor): not a retry case
                 book.requeue(shard)  # unsettled items are retried by whichever worker is free next
                 await pool.replace(index, worker)
+
+
+async def _feed(feed, book: ShardBook) -> None:
+    try:
+        await feed.run(stopped=book.stopped, wake=book.wake)
+    except BaseException:
+        book.close()  # the plan failed: lanes waiting for shards stop; its error is raised by the driver
+        raise
 
 
 def _unwrap(exc: BaseException) -> BaseException:

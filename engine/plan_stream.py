@@ -1,0 +1,244 @@
+"""Plan while sending: a session's plan is written in steps while its first requests are already out.
+
+The planner writes the plan to DuckDB a step at a time (a slice of the prompts for one model, one
+transaction each, slice-major over the models so that every model can start after its first step). In the
+executor's event loop, `PlanFeed.run` tops up each model's pending requests a window at a time from the part
+of the plan already committed: what is finished (stored answers, final failures) is left out, what the
+response cache answers is served from it, the rest goes to the executor. Nothing is held for the whole plan:
+a model's pending requests stay within a window or two, so the memory of a run does not grow with its plan.
+
+A run killed while planning left whole steps in the DB (each is a transaction; keyed inserts make a step
+written again harmless): the next run plans again what is missing and sends only what is not finished.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime, timezone
+from collections import deque
+from typing import Callable, Iterator
+
+from ..config import ModelSpec, SweepConfig, env_int
+from ..records import Prompt, WorkItem
+from ..storage.cache import serve_from_cache
+from ..storage.checkpoint import answered_count, plan_chunk, remaining
+from .run_outcome import ModelOutcome
+from .work import plan_items
+
+PLAN_ROWS = 256  # requests in the first planned step (one transaction, a few ms of the event loop) ...
+MAX_PLAN_ROWS = 1024  # ... doubling per slice up to this: fewer transactions, no long stall of the loop
+IDLE_PLAN_ROWS = 4096  # per step once nothing is left to feed (every model fed or stopped): nothing waits
+FEED_PER_SLOT = 8  # a window handed to the executor: 8 requests per slot of max_concurrency (64 to 512);
+                   # topped up when fewer than 2 per slot wait: a model holds ~10 per slot, whatever its plan
+POLL_S = 0.02     # how often the feed looks again while every model has enough, or waits for the planner
+
+
+class Planner:
+    """Writes the whole plan, a step per call of `step()`; `planned[model]`: how many prompts of it are
+    committed. A new run is written slice-major (every model starts after one step); a resumed one model by
+    model, writing only what its earlier sessions did not (looked up per model: a finished run plans in the
+    time it takes to read its ids). It runs in the event loop between other work, never in a thread of its
+    own: a CPU-bound thread beside the event loop would make every socket call of the loop wait for the GIL."""
+
+    def __init__(self, conn, run: str, prompts: list[Prompt], specs: list[ModelSpec], step_rows: int = PLAN_ROWS,
+                 *, resumed: bool = False, max_rows: int = MAX_PLAN_ROWS):
+        self._cursor = conn.cursor()
+        self.run_name, self.prompts, self.specs = run, prompts, specs
+        self._samples = max((s.samples for s in specs), default=1)
+        self.step_prompts = max(1, step_rows // self._samples)
+        self._max_prompts = max(self.step_prompts, max_rows // self._samples)
+        self.planned = {s.name: 0 for s in specs}
+        self.done = False
+        self._steps = self._plan_models() if resumed else self._plan_slices()
+
+    def step(self) -> None:
+        """Write the next step (one transaction)."""
+        if not self.done and next(self._steps, None) is None:
+            self.done = True
+
+    def hurry(self) -> None:
+        """Nothing waits for the event loop: larger steps from now on."""
+        self._max_prompts = max(self._max_prompts, IDLE_PLAN_ROWS // self._samples)
+        self.step_prompts = self._max_prompts
+
+    def finish(self) -> None:
+        self.hurry()
+        while not self.done:
+            self.step()
+
+    def close(self) -> None:
+        self.done = True
+        self._cursor.close()
+
+    def _plan_models(self) -> Iterator[bool]:
+        for spec in self.specs:
+            planned = {r[0] for r in self._cursor.execute(
+                "SELECT request_id FROM requests WHERE run = ? AND model = ?", [self.run_name, spec.name]).fetchall()}
+            start = 0
+            while start < len(self.prompts):
+                chunk = self.prompts[start:start + self.step_prompts]
+                items = [i for i in plan_items(self.run_name, spec, chunk, start) if i.request_id not in planned]
+                if items:
+                    plan_chunk(self._cursor, items, _distinct([i.prompt for i in items]))
+                start += len(chunk)
+                self.planned[spec.name] = start
+                yield True
+                self.step_prompts = min(2 * self.step_prompts, self._max_prompts)
+
+    def _plan_slices(self) -> Iterator[bool]:
+        start = 0
+        while start < len(self.prompts):
+            chunk = self.prompts[start:start + self.step_prompts]
+            for k, spec in enumerate(self.specs):
+                plan_chunk(self._cursor, plan_items(self.run_name, spec, chunk, start),
+                           _distinct(chunk) if k == 0 else [])
+                self.planned[spec.name] = start + len(chunk)
+                yield True
+            start += len(chunk)
+            self.step_prompts = min(2 * self.step_prompts, self._max_prompts)
+
+
+def _distinct(prompts: list[Prompt]) -> list[Prompt]:
+    seen: dict[tuple, Prompt] = {}
+    for p in prompts:
+        seen.setdefault((p.benchmark, p.key, p.prompt_hash), p)
+    return list(seen.values())
+
+
+class PlanFeed:
+    """Per model, the planned requests still to send (`pending`, the deques the executor takes from),
+    topped up from the committed plan; the outcome so far of each model (`outcomes`, `totals`)."""
+
+    def __init__(self, conn, config: SweepConfig, prompts: list[Prompt], specs: list[ModelSpec],
+                 retry_failed: tuple[str, ...] | None, session_id: str, *, step_rows: int | None = None):
+        self.run_name, self.prompts, self.specs = config.run, prompts, specs
+        self.retry_failed, self.session_id = retry_failed, session_id
+        self._cursor = conn.cursor()
+        self.started = datetime.now(timezone.utc)
+        # A run with nothing planned before this session has nothing finished: no need to look it up.
+        self.fresh = not conn.execute("SELECT EXISTS (SELECT 1 FROM requests WHERE run = ?)",
+                                      [config.run]).fetchone()[0]
+        # Only answers stored before this session serve from the cache: none, no need to look.
+        self.cache_filled = conn.execute("SELECT EXISTS (SELECT 1 FROM responses)").fetchone()[0]
+        rows = step_rows or env_int("FAIRSWEEP_PLAN_ROWS")  # set: every step this size (tests slow a plan down)
+        self.planner = Planner(conn, config.run, prompts, specs, rows or PLAN_ROWS, resumed=not self.fresh,
+                               max_rows=rows or MAX_PLAN_ROWS)
+        self.pending: dict[str, deque[WorkItem]] = {s.name: deque() for s in specs}
+        self.outcomes = [ModelOutcome(s.name, len(prompts) * s.samples, 0) for s in specs]
+        self._outcome = {o.name: o for o in self.outcomes}
+        self.totals = {o.name: (o.planned, 0) for o in self.outcomes}
+        self.fed = {s.name: 0 for s in specs}
+        self._next = {s.name: 0 for s in specs}  # the next prompt to feed, per model
+        self._finished: set[str] = set()
+        self._left: dict[str, set[str]] = {}  # per looked-up model: the ids still to send
+        self._events: dict[str, asyncio.Event] = {}
+
+    # ---------------------------------------------------------------- the runner's side
+
+    def finish_plan(self) -> None:
+        """Write what is left of the plan (the session ended early: every model stopped, say)."""
+        self.planner.finish()
+
+    def close(self) -> None:
+        """Stop planning (a plan cut short is completed by the next run) and release the cursors."""
+        if self._cursor is not None:
+            self.planner.close()
+            self._cursor.close()
+            self._cursor = None
+
+    def unfed(self, name: str) -> int:
+        """Planned requests of a model never looked at in this session (it stopped, or the run did)."""
+        o = self._outcome[name]
+        return max(0, o.planned - o.already_done - o.cached - self.fed[name])
+
+    # ---------------------------------------------------------------- the executor's side
+
+    @property
+    def finished(self) -> bool:
+        return len(self._finished) == len(self.specs)
+
+    async def run(self, stopped: Callable[[str], "str | None"] = lambda name: None,
+                  wake: Callable[[], None] = lambda: None) -> None:
+        """Top up every model's pending requests until its plan is fed (or `stopped(model)` says it must not
+        send any more); `wake()` after each top-up."""
+        low = {s.name: 2 * s.max_concurrency for s in self.specs}
+        planner = self.planner
+        while not (self.finished and planner.done):
+            progressed = not planner.done
+            planner.step()  # one step of the plan, then answers and windows
+            for spec in self.specs:
+                name = spec.name
+                if name in self._finished:
+                    continue
+                if stopped(name) or self._next[name] >= len(self.prompts):
+                    self._finish(name)
+                elif len(self.pending[name]) >= low[name]:
+                    continue
+                elif planner.planned[name] > self._next[name]:
+                    self._feed_window(spec)
+                    progressed = True
+                else:
+                    continue
+                wake()
+                await asyncio.sleep(0)  # answers that arrived meanwhile are read between windows
+            if self.finished:
+                planner.hurry()
+            await asyncio.sleep(0 if progressed else POLL_S)
+        wake()
+
+    async def primed(self) -> None:
+        """Wait until some request is pending or every model is fed (run() must be running)."""
+        while not self.finished and not any(self.pending.values()):
+            await asyncio.sleep(POLL_S)
+
+    async def wait_items(self, name: str) -> bool:
+        """Wait until the model has a pending request (True) or never will in this session (False)."""
+        while not self.pending[name]:
+            if name in self._finished:
+                return False
+            event = self._events.setdefault(name, asyncio.Event())
+            event.clear()
+            await event.wait()
+        return True
+
+    def _feed_window(self, spec: ModelSpec) -> None:
+        name, outcome = spec.name, self._outcome[spec.name]
+        start = self._next[name]
+        if start == 0 and (not self.fresh or (spec.cache and self.cache_filled)):
+            self._left[name] = self._look_up(spec)
+        window = min(512, max(64, FEED_PER_SLOT * spec.max_concurrency))
+        end = min(start + max(1, window // spec.samples), self.planner.planned[name])
+        items = plan_items(self.run_name, spec, self.prompts[start:end], start)
+        self._next[name] = end
+        if (left := self._left.get(name)) is not None:
+            items = [i for i in items if i.request_id in left]
+            left.difference_update(i.request_id for i in items)
+        self.pending[name].extend(items)
+        self.fed[name] += len(items)
+        self._wake(name)
+
+    def _look_up(self, spec: ModelSpec) -> set[str]:
+        """A resumed model (or one the cache may answer): what is finished and what the cache serves, in one
+        query each over its whole plan, as a session that plans first does; returns the ids left to send
+        (only they are kept: a finished model keeps nothing)."""
+        outcome = self._outcome[spec.name]
+        items = plan_items(self.run_name, spec, self.prompts)
+        todo = items
+        if not self.fresh:
+            todo = remaining(self._cursor, items, self.retry_failed)
+            outcome.already_done = len(items) - len(todo)
+            outcome.answered_before = answered_count(self._cursor, items) if outcome.already_done else 0
+        if spec.cache and todo and self.cache_filled:
+            still = serve_from_cache(self._cursor, todo, self.session_id, self.started)
+            outcome.cached = len(todo) - len(still)
+            todo = still
+        self.totals[spec.name] = (outcome.planned, outcome.already_done + outcome.cached)
+        return {i.request_id for i in todo}
+
+    def _finish(self, name: str) -> None:
+        self._finished.add(name)
+        self._wake(name)
+
+    def _wake(self, name: str) -> None:
+        if (event := self._events.get(name)) is not None:
+            event.set()

@@ -1,0 +1,147 @@
+"""Plan while sending (engine/plan_stream.py), as whole `fairsweep run` commands on a real DuckDB file against
+the simulated server: the first answers arrive while the plan is still being written, a run killed while it
+plans resumes with every request planned once and nothing lost, and a resumed run sends nothing stored."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+from helpers import fairsweep_cmd, rows, stored_fingerprints
+
+from fairsweep.sim.state import prompt_fingerprint
+from fairsweep.storage.db import open_db
+
+MODELS, PROMPTS = 3, 120
+
+
+def write_config(tmp_path, server, *, concurrency: int = 4) -> tuple[str, str]:
+    db = str(tmp_path / "stream.duckdb")
+    models = "".join(f'\n[[models]]\nname = "m{k}"\nmodel = "sim-model-{k}"\napi_base = "{server.base_url}"\n'
+                     f"max_concurrency = {concurrency}\ntimeout_s = 5.0\n" for k in range(MODELS))
+    config = tmp_path / "stream.toml"
+    config.write_text(f'db = "{db}"\nrun = "r1"\nbenchmarks = ["mrni"]\nflush_ms = 50\n{models}')
+    return str(config), db
+
+
+def run_args(config: str) -> list[str]:
+    return ["run", "--config", config, "--limit", str(PROMPTS), "--no-progress"]
+
+
+def env_with(mrni_dir, **knobs) -> dict:
+    return {**os.environ, "FAIRSWEEP_MRNI_DIR": str(mrni_dir), **knobs}
+
+
+def live_planned(db: str) -> int | None:
+    """Requests planned so far, read through the running command (storage/live.py); None before it serves."""
+    try:
+        conn = open_db(db, read_only=True)
+    except Exception:  # noqa: BLE001 - not serving yet (or already gone)
+        return None
+    try:
+        return conn.execute("SELECT count(*) FROM requests").fetchone()[0]
+    except Exception:  # noqa: BLE001
+        return None
+    finally:
+        conn.close()
+
+
+def start(config: str, env: dict) -> subprocess.Popen:
+    return subprocess.Popen(fairsweep_cmd(*run_args(config)), env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+
+
+def wait_until(proc: subprocess.Popen, condition, what: str, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert proc.poll() is None, f"fairsweep run ended before {what}: {proc.stderr.read().decode()[-400:]}"
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def kill(proc: subprocess.Popen) -> None:
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()
+    assert proc.returncode == -signal.SIGKILL
+
+
+def planned_per_model(db: str) -> dict[str, int]:
+    return dict(rows(db, "SELECT model, count(*) FROM requests WHERE run = 'r1' GROUP BY model"))
+
+
+def stored_pairs(db: str) -> set[tuple[str, str]]:
+    """(model, prompt fingerprint) of every stored answer (a killed run's journaled answers replayed)."""
+    open_db(db).close()
+    found = rows(db, "SELECT r.model, p.messages FROM responses s JOIN requests r USING (request_id) "
+                     "JOIN prompts p USING (benchmark, prompt_key, prompt_hash)")
+    return {(model, prompt_fingerprint(json.loads(messages))) for model, messages in found}
+
+
+def resume_and_check(config: str, db: str, server, env: dict) -> None:
+    """Resume to the end: every planned request stored once, and the server received exactly the missing ones."""
+    before = stored_pairs(db)
+    server.reset_stats()
+    done = subprocess.run(fairsweep_cmd(*run_args(config)), env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-800:]
+    assert planned_per_model(db) == {f"m{k}": PROMPTS for k in range(MODELS)}
+    assert rows(db, "SELECT count(DISTINCT request_id), count(*) FROM responses") == [(MODELS * PROMPTS,) * 2]
+    assert rows(db, "SELECT count(*) FROM requests r ANTI JOIN responses USING (request_id)") == [(0,)]
+    after = stored_pairs(db)
+    fingerprints = {fp for _, fp in after}
+    assert len(fingerprints) == PROMPTS
+    received = {fp: s["received"] for fp, s in server.stats()["per_prompt"].items()}
+    missing = {fp: sum((f"m{k}", fp) not in before for k in range(MODELS)) for fp in fingerprints}
+    assert received == {fp: n for fp, n in missing.items() if n}, "the resumed run sent something already stored"
+
+
+def test_answers_arrive_while_the_plan_is_still_being_written(sim, tmp_path, mrni_dir):
+    """The first request leaves before planning ends: seen through the running command, answers are stored
+    while its plan table is still smaller than the whole plan."""
+    server = sim()
+    config, db = write_config(tmp_path, server)
+    proc = start(config, env_with(mrni_dir, FAIRSWEEP_PLAN_ROWS="1"))  # one request per step: a slow plan
+    seen: list[tuple[int, int]] = []
+
+    def answered_while_planning() -> bool:
+        ok = server.stats()["ok"]  # once answered, the run holds the DB: read it through the run only then
+        if ok and (planned := live_planned(db)) is not None:
+            seen.append((ok, planned))
+        return bool(seen)
+
+    try:
+        wait_until(proc, answered_while_planning, "an answer")
+        ok, planned = seen[0]
+        assert ok >= 1 and planned < MODELS * PROMPTS, seen
+    finally:
+        if proc.poll() is None:
+            kill(proc)
+
+
+def test_a_run_killed_while_planning_resumes_with_every_request_planned_once(sim, tmp_path, mrni_dir):
+    server = sim("--latency-ms", "20")
+    config, db = write_config(tmp_path, server)
+    env = env_with(mrni_dir, FAIRSWEEP_PLAN_ROWS="1")
+    proc = start(config, env)
+    wait_until(proc, lambda: server.stats()["ok"] >= 5, "5 answers")
+    kill(proc)
+    planned = sum(planned_per_model(db).values())
+    assert 0 < planned < MODELS * PROMPTS, "the run was meant to be killed while it still planned"
+    assert stored_fingerprints(db), "answers were stored before the kill"
+    resume_and_check(config, db, server, env_with(mrni_dir))
+
+
+def test_a_resumed_run_with_the_whole_plan_sends_nothing_already_stored(sim, tmp_path, mrni_dir):
+    server = sim("--latency-ms", "40")
+    config, db = write_config(tmp_path, server, concurrency=2)
+    env = env_with(mrni_dir)
+    proc = start(config, env)
+    wait_until(proc, lambda: server.stats()["ok"] >= 10 and live_planned(db) == MODELS * PROMPTS,
+               "the whole plan and 10 answers")
+    kill(proc)
+    assert sum(planned_per_model(db).values()) == MODELS * PROMPTS
+    stored = stored_pairs(db)
+    assert 0 < len(stored) < MODELS * PROMPTS
+    resume_and_check(config, db, server, env)

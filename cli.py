@@ -1,4 +1,4 @@
-"""fairsweep command line: run, plan, score, status, query, export, report, data, gama, batches, sim-server.
+"""fairsweep: run, plan, score, status, query, export, report, data, gama, batches, bench, view, sim-server.
 
 Every command takes --config sweep.toml and reads the DB and run from it; flags override it.
 Exit codes: 0 done, 1 work still missing, 2 a problem you can fix (message says how), 130 interrupted.

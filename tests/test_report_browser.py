@@ -9,6 +9,7 @@ install -y chromium`), except where CI is set: there (.ci/run installs it) a mis
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -89,7 +90,9 @@ def _devtools_port(profile: Path, proc: subprocess.Popen, timeout: float) -> int
     raise AssertionError("chromium did not open its DevTools port")
 
 
-async def _inspect(port: int, url: str) -> dict:
+@contextlib.asynccontextmanager
+async def devtools(port: int):
+    """A DevTools client on the browser's first page, with the events the checks read switched on."""
     async with aiohttp.ClientSession() as http:
         async with http.get(f"http://127.0.0.1:{port}/json/list") as resp:
             target = next(t for t in await resp.json() if t["type"] == "page")
@@ -97,12 +100,17 @@ async def _inspect(port: int, url: str) -> dict:
             client = _Client(ws)
             for domain in ("Runtime", "Log", "Network", "Page"):
                 await client.call(f"{domain}.enable")
-            await client.call("Page.navigate", url=url)
-            await client.wait_for("Page.loadEventFired")
-            await asyncio.sleep(0.3)  # late console messages, if any
-            result = await client.call("Runtime.evaluate", expression=PROBE, returnByValue=True)
-            return {"console": client.console, "requests": client.requests,
-                    "probe": json.loads(result["result"]["value"])}
+            yield client
+
+
+async def _inspect(port: int, url: str) -> dict:
+    async with devtools(port) as client:
+        await client.call("Page.navigate", url=url)
+        await client.wait_for("Page.loadEventFired")
+        await asyncio.sleep(0.3)  # late console messages, if any
+        result = await client.call("Runtime.evaluate", expression=PROBE, returnByValue=True)
+        return {"console": client.console, "requests": client.requests,
+                "probe": json.loads(result["result"]["value"])}
 
 
 class _Client:

@@ -17,11 +17,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import aiohttp
 import pytest
 
 from helpers import fairsweep_cmd
-from test_report_browser import FLAGS, _Client, _devtools_port, chromium, stop_chromium
+from test_report_browser import FLAGS, _devtools_port, chromium, devtools, stop_chromium
 
 # The report test's flags, but the page is served on 127.0.0.1: no dead proxy (Chromium would send the
 # page's own requests there too), and every host name but the view's address fails to resolve.
@@ -70,7 +69,7 @@ def _first_line(proc: subprocess.Popen, timeout: float) -> str:
 class Browser:
     """One headless Chromium page: navigate, evaluate, wait for a condition, screenshot."""
 
-    def __init__(self, client: _Client):
+    def __init__(self, client):  # test_report_browser._Client
         self.client = client
 
     @property
@@ -124,16 +123,10 @@ async def browser(timeout: float = 45.0):
                              "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         port = await asyncio.get_running_loop().run_in_executor(None, _devtools_port, Path(profile), proc, timeout)
-        async with aiohttp.ClientSession() as http:
-            async with http.get(f"http://127.0.0.1:{port}/json/list") as resp:
-                target = next(t for t in await resp.json() if t["type"] == "page")
-            async with http.ws_connect(target["webSocketDebuggerUrl"], max_msg_size=0) as ws:
-                client = _Client(ws)
-                for domain in ("Runtime", "Log", "Network", "Page"):
-                    await client.call(f"{domain}.enable")
-                page = Browser(client)
-                await page.size(1280, 800)
-                yield page
+        async with devtools(port) as client:
+            page = Browser(client)
+            await page.size(1280, 800)
+            yield page
     finally:
         stop_chromium(proc, profile)
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from ...errors import ConfigError
 from . import stats
 from .schema import THIRD_PARTY, Scenario, Signature, runnable
+from .validation import read_key_rows
 
 PROMPT_VERSION = "gama-screening kit v1 (writer man/woman/either, realistic, severity fits)"
 WRITERS = ("man", "woman", "either")
@@ -158,13 +159,7 @@ class ScreeningResult:
 
 
 def read_key(path: Path) -> dict[str, dict]:
-    try:
-        with open(path, newline="", encoding="utf-8") as fh:
-            rows = list(csv.DictReader(fh))
-    except FileNotFoundError:
-        raise ConfigError(f"key file {path} not found: pass the key.csv written by `gama-screening export`") from None
-    if not rows or set(KEY_COLUMNS) - set(rows[0]):
-        raise ConfigError(f"{path} is not a screening key file (columns {list(KEY_COLUMNS)}): pass key.csv")
+    rows = read_key_rows(path, KEY_COLUMNS, "screening", "pass the key.csv written by `gama screening export`")
     if len({r["screening_id"] for r in rows}) != 1:
         raise ConfigError(f"{path} mixes screenings: use the key.csv of one export")
     return {r["item_id"]: r for r in rows}
@@ -190,7 +185,7 @@ def read_ratings(paths: list[Path], key: dict[str, dict]) -> list[Rating]:
             raise ConfigError(f"rating file {path} not found: check the path") from None
         if rows and set(RATER_COLUMNS) - set(rows[0]):
             raise ConfigError(f"{path} lacks columns {sorted(set(RATER_COLUMNS) - set(rows[0]))}: use a rater "
-                              "file written by `gama-screening export`")
+                              "file written by `gama screening export`")
         for line, row in enumerate(rows, start=2):
             where = f"{path}:{line}"
             if row["item_id"] not in key:

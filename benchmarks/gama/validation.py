@@ -131,14 +131,20 @@ def _label(value: str, where: str) -> str | None:
     return found
 
 
-def read_key(path: Path) -> dict[str, dict]:
+def read_key_rows(path: Path, columns: tuple[str, ...], what: str, fix: str) -> list[dict]:
+    """The rows of an export's key file (validation, screening), or one line naming the problem and `fix`."""
     try:
         with open(path, newline="", encoding="utf-8") as fh:
             rows = list(csv.DictReader(fh))
     except FileNotFoundError:
-        raise ConfigError(f"key file {path} not found: pass the --key written by export") from None
-    if not rows or set(KEY_COLUMNS) - set(rows[0]):
-        raise ConfigError(f"{path} is not a validation key file (columns {list(KEY_COLUMNS)})")
+        raise ConfigError(f"key file {path} not found: {fix}") from None
+    if not rows or set(columns) - set(rows[0]):
+        raise ConfigError(f"{path} is not a {what} key file (columns {list(columns)}): {fix}")
+    return rows
+
+
+def read_key(path: Path) -> dict[str, dict]:
+    rows = read_key_rows(path, KEY_COLUMNS, "validation", "pass the --key written by export")
     return {r["pair_id"]: r for r in rows}
 
 

@@ -7,9 +7,13 @@ Prints, for commands against the simulated OpenAI-compatible server on 127.0.0.1
   for `fairsweep run` and for a plain asyncio + aiohttp client started the same way;
 - paced: 1,500 MRNI-BB prompts with rpm = 2900 declared against a server limited to 3,000 RPM: the whole
   command's wall time over the floor (N / declared rate), scoring and exit included (target <= 1.05);
+- undeclared: 1,000 prompts with no rpm declared against a server limited to 1,200 RPM in one-second windows
+  (20 each), 40 ms latency: the whole command over the floor (N / the server's rate) and the server's 429
+  count (targets: <= 1.10, <= 20 429s), next to a plain client that resends each 429 at once;
 - unthrottled: the full 4,704-prompt run (scoring included): peak RSS and client CPU (user + sys) per
   stored answer, for fairsweep and for the plain client (targets: <= 150 MB, <= 1.0 ms).
-Each figure is the median of --rounds runs; the two clients alternate so that load hits both alike.
+Each figure is the median of --rounds runs with all of them listed; the two clients alternate so that load
+hits both alike. The children run without PYTHONDONTWRITEBYTECODE (an installed package has its bytecode).
 """
 
 from __future__ import annotations
@@ -42,6 +46,27 @@ async def main():
     json.dump(answers, open(sys.argv[3], "w"))
 asyncio.run(main())
 """
+
+
+PLAIN_RETRYING = r"""
+import asyncio, json, sys
+import aiohttp
+messages = json.load(open(sys.argv[2]))[:int(sys.argv[4])]
+async def main():
+    async with aiohttp.ClientSession() as session:
+        semaphore = asyncio.Semaphore(8)
+        async def send(m):
+            async with semaphore:
+                body = {"model": "sim-model", "messages": m, "temperature": 0.0, "max_tokens": 64}
+                while True:
+                    async with session.post(sys.argv[1] + "/chat/completions", json=body) as resp:
+                        if resp.status != 429:
+                            return (await resp.json())["choices"][0]["message"]["content"]
+        answers = await asyncio.gather(*(send(m) for m in messages))
+    json.dump(answers, open(sys.argv[3], "w"))
+asyncio.run(main())
+"""
+UNDECLARED = ["--rpm", "1200", "--window-s", "1", "--latency-ms", "40"]
 
 
 def child_run(command: list[str], env: dict) -> dict:
@@ -87,7 +112,7 @@ def main() -> None:
     from fairsweep.benchmarks.sampling import load_prompts
     from fairsweep.config import SweepConfig
 
-    env = dict(os.environ)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     results: dict[str, list[float]] = {}
 
     def note(name: str, value: float) -> None:
@@ -110,6 +135,15 @@ def main() -> None:
                 run = fairsweep_run(server, workdir, f"paced{r}", 1500, 2900, env)
                 note("1,500 prompts at rpm 2900: whole command / floor", run["wall"] / (1500 / (2900 / 60)))
                 assert server.stats()["rate_limited"] == 0
+            with SimServerProcess(UNDECLARED) as server:
+                run = fairsweep_run(server, workdir, f"undeclared{r}", 1000, None, env)
+                note("1,000 prompts, limit undeclared: whole command / floor", run["wall"] / (1000 / 20))
+                note("1,000 prompts, limit undeclared: 429s", server.stats()["rate_limited"])
+            with SimServerProcess(UNDECLARED) as server:
+                run = child_run([sys.executable, "-c", PLAIN_RETRYING, server.base_url, str(everything),
+                                 str(workdir / "plain.json"), "1000"], env)
+                note("1,000 prompts, plain client resending 429s: wall / floor", run["wall"] / (1000 / 20))
+                note("1,000 prompts, plain client resending 429s: 429s", server.stats()["rate_limited"])
             with SimServerProcess([]) as server:
                 run = fairsweep_run(server, workdir, f"full{r}", None, None, env)
                 note("4,704 prompts: fairsweep peak RSS (MB)", run["rss_mb"])

@@ -55,7 +55,7 @@ class ModelSpec:
     api_key_env: optional(EnvName, "the NAME of an environment variable, or leave the key out") = Field(
         None, description="the NAME of the variable holding the API key, never the key")
     rpm: Rate = Field(None, description="declared requests per minute: paced smoothly, never exceeded (unset: "
-                                        "learned from 429s)")
+                                        "learned from the quota the provider's answers report, else from 429s)")
     tpm: Rate = Field(None, description="declared tokens per minute")
     max_concurrency: integer("an integer from 1 to 10000", ge=1, le=10_000) = Field(
         8, description="requests in flight for this model's provider key (local/smollm2: 1)")

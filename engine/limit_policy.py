@@ -7,7 +7,9 @@ Either way the same code decides when a request may be sent:
 - token budget: tokens per second with a small burst (GCRA over tokens; a request may run the budget
   into debt, the next one waits it off), corrected once the provider reports real usage (`settle`);
 - cool-down: a 429 holds the whole key for as long as the provider asked (doubling when it did not say);
-- adaptive learning: with no declared rpm, the pace is learned from 429s (AdaptiveRate);
+- adaptive learning: with no declared rpm, the pace is learned from the request quota the provider reports
+  on its answers, when it does (engine/quota.py: never booking beyond what it says remains), else from
+  429s (AdaptiveRate);
 - stops: a model is stopped for good in this session by an authentication or configuration failure,
   or by the breaker when its endpoint stays unreachable (Breaker).
 """
@@ -17,6 +19,8 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass, field
+
+from .quota import PROBE_GAP_S, QuotaLearner
 
 # Pace a little under the declared limit: the server counts arrivals, which jitter by a few ms.
 SAFETY = 0.99
@@ -145,6 +149,7 @@ class LimitPolicy:
         self.token_rate = self.tpm / 60 * SAFETY if self.tpm else None
         self.token_burst = (self.token_rate or 0.0) * SLICE_S
         self.adaptive = AdaptiveRate(self.now) if not self.rpm else None
+        self.quota = QuotaLearner() if not self.rpm else None
         self.next_send = 0.0
         self.token_tat = 0.0
         self.cooldown_until = 0.0
@@ -153,11 +158,13 @@ class LimitPolicy:
         self._config_strikes: dict[str, int] = {}
         self._hintless = 0
         self._last_decrease = -math.inf
+        self._heard = False  # any answer or reply yet (adaptive keys probe one at a time until then)
+        self._first_probe = -math.inf
 
     @property
     def paced(self) -> bool:
         """Whether sends need a booked time (False: only the cool-down applies)."""
-        return self.rate is not None or self.token_rate is not None
+        return self.rate is not None or self.token_rate is not None or bool(self.quota and self.quota.known)
 
     def book(self, tokens: int, now: float, horizon: float = math.inf, lead: float = 0.0) -> float | None:
         """Book the send time of one request costing `tokens`; None if it lies beyond now + horizon
@@ -165,8 +172,19 @@ class LimitPolicy:
         at = max(now + lead, self.next_send, self.cooldown_until)
         if self.token_rate:
             at = max(at, self.token_tat - self.token_burst / self.token_rate)
+        quota = self.quota if self.quota and self.quota.known else None
+        if quota:
+            at = quota.earliest(at)
+        elif self.adaptive and not self._heard:
+            # Nothing known of the limit yet: a probe at a time until the first answer says what it allows
+            # (its quota headers), rather than a burst of max_concurrency that the limit may refuse.
+            at = max(at, self._first_probe + PROBE_GAP_S)
         if at > now + horizon:
             return None
+        if quota:
+            quota.booked(at)
+        elif self.adaptive and not self._heard:
+            self._first_probe = at
         if self.rate:
             self.next_send = at + 1 / self.rate
         if self.token_rate:
@@ -185,22 +203,32 @@ class LimitPolicy:
         if self.token_rate:
             self.token_tat += (actual - estimated) / self.token_rate
 
-    def on_success(self, model: str, now: float) -> None:
+    def on_success(self, model: str, now: float, quota=None, sent_at: float | None = None) -> None:
+        """An answer; `quota`: the request quota it reported (providers.base.RequestQuota), for the
+        request sent at `sent_at`."""
         self._hintless = 0
+        self._heard = True
         self._config_strikes.pop(model, None)
         self._breaker.answered(model, now)
-        if self.adaptive and (rate := self.adaptive.on_success(self.rate, now)) is not None:
+        if self.quota is not None and quota is not None:
+            self.quota.observe(quota, now if sent_at is None else sent_at)
+        if self.quota is not None and (learned := self.quota.rate) is not None:
+            self.rate = learned * SAFETY  # the provider said what it allows: no need to probe for it
+        elif self.adaptive and (rate := self.adaptive.on_success(self.rate, now)) is not None:
             self.rate = rate
 
     def on_reply(self, model: str, now: float | None = None) -> None:
         """Any HTTP reply that is not a success (4xx, 5xx): the endpoint is up."""
+        self._heard = True
         self._breaker.answered(model, now)
 
     def on_rate_limited(self, model: str, sent_at: float, retry_after: float | None, now: float) -> None:
         """A 429: cool the whole key down as told, and slow down if the limit is being learned.
         One decrease per congestion epoch: 429s for requests sent before the last one don't count again."""
         self.stats.rate_limited += 1
+        self._heard = True
         self._breaker.answered(model, now)
+        hinted = retry_after is not None
         if retry_after is None:
             retry_after = min(MAX_COOLDOWN_S, DEFAULT_COOLDOWN_S * 2 ** self._hintless)
             self._hintless += 1
@@ -208,6 +236,8 @@ class LimitPolicy:
         if until > self.cooldown_until:
             self.stats.cooldown_s += until - max(now, self.cooldown_until)
             self.cooldown_until = until
+        if self.quota is not None and self.quota.known:
+            self.quota.refused(sent_at, hinted=hinted)
         if self.adaptive and sent_at >= self._last_decrease:
             self.rate = self.adaptive.refused_at(self.rate, now)
             self._last_decrease = now

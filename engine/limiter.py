@@ -99,8 +99,8 @@ class LocalModelLimiter:
     def slot(self, estimated_tokens: int):
         return self.key.slot(self.model, estimated_tokens)
 
-    def on_success(self) -> None:
-        self.key.policy.on_success(self.model, self.key.clock())
+    def on_success(self, lease: Lease | None = None, quota=None) -> None:
+        self.key.policy.on_success(self.model, self.key.clock(), quota, lease.sent_at if lease else None)
 
     def on_reply(self) -> None:
         self.key.policy.on_reply(self.model, self.key.clock())

@@ -52,8 +52,9 @@ class ModelLimiter(Protocol):
         """Wait for every limit, then hold a concurrency slot while the request is in flight; raises
         ModelStopped once the model is stopped. Set `lease.actual_tokens` to correct the token budget."""
 
-    def on_success(self) -> None:
-        """An answer came back."""
+    def on_success(self, lease: Lease | None = None, quota=None) -> None:
+        """An answer came back (to the request sent under `lease`); `quota`: the request quota the provider
+        reported with it (providers.base.RequestQuota), if any."""
 
     def on_reply(self) -> None:
         """An error reply came back: the endpoint is up (the breaker's count starts again)."""

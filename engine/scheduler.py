@@ -149,7 +149,7 @@ class Scheduler:
             if completion.prompt_tokens is not None:
                 lease.actual_tokens = completion.prompt_tokens + max(
                     completion.completion_tokens or 0, int(item.params.get("max_tokens") or 0))
-        limiter.on_success()
+        limiter.on_success(lease, completion.quota)
         latency_ms = (time.perf_counter() - t0) * 1000
         if self.check is not None and (reason := self.check(item, completion.text)) is not None:
             failure = InvalidOutputError(reason, completion.text)

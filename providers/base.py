@@ -22,6 +22,16 @@ class ChatRequest:
 
 
 @dataclass(frozen=True)
+class RequestQuota:
+    """The request quota a provider reported on an answer: requests its window allows, how many are left,
+    and (when it says) seconds until the quota is whole again (providers/ratelimit_headers.py)."""
+
+    limit: int
+    remaining: int
+    reset_s: float | None = None
+
+
+@dataclass(frozen=True)
 class Completion:
     """A usable answer, with whatever usage and provenance the provider reported."""
 
@@ -32,6 +42,7 @@ class Completion:
     cost_usd: float | None = None
     provider_model: str | None = None
     system_fingerprint: str | None = None
+    quota: RequestQuota | None = None  # what the provider's rate-limit headers said, if it sent them
 
 
 class ProviderFailure(Exception):

@@ -10,7 +10,7 @@ import os
 from ..errors import MissingDependencyError, redact
 from .base import (AuthError, ChatRequest, Completion, ConfigurationError, PermanentError, ProviderFailure,
                    RateLimitedError, TransientError)
-from .ratelimit_headers import retry_after_seconds
+from .ratelimit_headers import request_quota, retry_after_seconds
 
 
 def _import_litellm():
@@ -63,6 +63,13 @@ def classify(exc: Exception, litellm, secrets: tuple[str, ...] = (), api_base: s
     return TransientError(message, error_class=f"http_{status}" if status else "provider_error", http_status=status)
 
 
+def _answer_headers(resp) -> dict:
+    """The provider's headers on an answer, as litellm keeps them (OpenAI-style names, lower case)."""
+    hidden = getattr(resp, "_hidden_params", None)
+    headers = hidden.get("additional_headers") if isinstance(hidden, dict) else None
+    return {str(k).lower(): v for k, v in headers.items()} if isinstance(headers, dict) else {}
+
+
 class LiteLLMProvider:
     """litellm.acompletion for one configured model."""
 
@@ -107,7 +114,8 @@ class LiteLLMProvider:
                           prompt_tokens=getattr(usage, "prompt_tokens", None),
                           completion_tokens=getattr(usage, "completion_tokens", None), cost_usd=cost,
                           provider_model=getattr(resp, "model", None),
-                          system_fingerprint=getattr(resp, "system_fingerprint", None))
+                          system_fingerprint=getattr(resp, "system_fingerprint", None),
+                          quota=request_quota(_answer_headers(resp)))
 
     async def aclose(self) -> None:
         return None

@@ -13,7 +13,7 @@ from ..errors import redact
 from .base import (AuthError, ChatRequest, Completion, ConfigurationError, PermanentError, ProviderFailure,
                    RateLimitedError, TransientError)
 from .pricing import cost_usd
-from .ratelimit_headers import retry_after_seconds
+from .ratelimit_headers import request_quota, retry_after_seconds
 
 
 class OpenAICompatProvider:
@@ -50,12 +50,13 @@ class OpenAICompatProvider:
                 raw = await resp.read()
                 if resp.status != 200:
                     raise self._classify_status(resp.status, raw, resp.headers)
+                headers = resp.headers
         except aiohttp.ClientError as exc:
             raise connection_failure(exc, self.url) from None
         except asyncio.TimeoutError:
             raise TransientError(f"no answer from {self.url} within {request.timeout_s:g}s", error_class="timeout",
                                  endpoint=True) from None
-        return self._parse_body(raw)
+        return self._parse_body(raw, headers)
 
     def _classify_status(self, status: int, raw: bytes, headers) -> ProviderFailure:
         message, code = _error_detail(raw)
@@ -77,7 +78,7 @@ class OpenAICompatProvider:
                                       http_status=status)
         return PermanentError(message, error_class="invalid_request", http_status=status)
 
-    def _parse_body(self, raw: bytes) -> Completion:
+    def _parse_body(self, raw: bytes, headers=None) -> Completion:
         """A 200 with an unusable body is transient: retried, never stored as an answer."""
         try:
             data = json.loads(raw)
@@ -93,7 +94,8 @@ class OpenAICompatProvider:
             text=text, finish_reason=choice.get("finish_reason"), prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
             cost_usd=cost_usd(self.price_model, prompt_tokens, completion_tokens),
-            provider_model=data.get("model"), system_fingerprint=data.get("system_fingerprint"))
+            provider_model=data.get("model"), system_fingerprint=data.get("system_fingerprint"),
+            quota=request_quota(headers))
 
     async def aclose(self) -> None:
         if self._session is not None:

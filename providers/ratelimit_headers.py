@@ -1,6 +1,7 @@
-"""How long a provider asked us to wait: Retry-After (seconds or HTTP-date), retry-after-ms,
-OpenAI-style x-ratelimit-reset-* durations ("1s", "6m0s", "20ms") and Anthropic's
-anthropic-ratelimit-*-reset times (RFC 3339)."""
+"""What a provider's rate-limit headers say. On a 429, how long it asked us to wait: Retry-After (seconds
+or HTTP-date), retry-after-ms, OpenAI-style x-ratelimit-reset-* durations ("1s", "6m0s", "20ms") and
+Anthropic's anthropic-ratelimit-*-reset times (RFC 3339). On an answer, the request quota it reports
+(x-ratelimit-{limit,remaining,reset}-requests, anthropic-ratelimit-requests-{limit,remaining,reset})."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import time
 from datetime import datetime
 from email.utils import parsedate_to_datetime
 from typing import Mapping
+
+from .base import RequestQuota
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _UNIT_S = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
@@ -63,3 +66,37 @@ def _rfc3339_delay(text: str, now: float) -> float | None:
         return max(0.0, datetime.fromisoformat(text.strip().replace("Z", "+00:00")).timestamp() - now)
     except ValueError:
         return None
+
+
+_QUOTA_HEADERS = (("x-ratelimit-limit-requests", "x-ratelimit-remaining-requests", "x-ratelimit-reset-requests"),
+                  ("anthropic-ratelimit-requests-limit", "anthropic-ratelimit-requests-remaining",
+                   "anthropic-ratelimit-requests-reset"))
+
+
+def request_quota(headers: Mapping[str, str] | None, now: float | None = None) -> RequestQuota | None:
+    """The request quota an answer's headers report (None: they report none, or not as numbers).
+    `headers` is looked up by lower-case name (aiohttp's headers and litellm's dicts are)."""
+    if not headers:
+        return None
+    for limit_name, remaining_name, reset_name in _QUOTA_HEADERS:
+        limit, remaining = headers.get(limit_name), headers.get(remaining_name)
+        if limit is None or remaining is None:
+            continue
+        try:
+            limit, remaining = int(float(limit)), int(float(remaining))
+        except (TypeError, ValueError):
+            return None
+        if limit <= 0 or remaining < 0:
+            return None
+        return RequestQuota(limit, min(remaining, limit), _reset_s(headers.get(reset_name), now))
+    return None
+
+
+def _reset_s(value, now: float | None) -> float | None:
+    if value is None:
+        return None
+    text = str(value)
+    seconds = parse_duration(text)
+    if seconds is None:
+        seconds = _rfc3339_delay(text, time.time() if now is None else now)
+    return seconds if seconds else None

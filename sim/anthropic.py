@@ -130,7 +130,7 @@ async def _process(request: web.Request, state) -> web.StreamResponse:
                    **ratelimit_headers(state.limiter, now)}
         return Rejected(429, "rate_limit_error", "Number of requests has exceeded your rate limit.").response(headers)
     state.admitted_by_second[int(now)] = state.admitted_by_second.get(int(now), 0) + 1
-    headers = ratelimit_headers(state.limiter, now) if state.limiter.enabled else None
+    headers = ratelimit_headers(state.limiter, now) if state.limiter.enabled and state.config.quota_headers else None
     fault = state.draw_fault()
     if fault is not None:
         state.faults[fault] += 1

@@ -181,7 +181,7 @@ async def _process(request: web.Request, state: SimState) -> web.StreamResponse:
         return _rate_limited(state, now)
     second = int(now)
     state.admitted_by_second[second] = state.admitted_by_second.get(second, 0) + 1
-    headers = state.limiter.usage_headers() if state.limiter.enabled else None
+    headers = state.limiter.usage_headers() if state.limiter.enabled and state.config.quota_headers else None
 
     fault = state.draw_fault()
     if fault is not None:

@@ -72,6 +72,8 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tpm", type=int, default=0, help="tokens per minute, 0 = unlimited")
     p.add_argument("--window-s", type=float, default=60.0, help="rate-limit window length")
     p.add_argument("--retry-after-format", choices=RETRY_AFTER_FORMATS, default="seconds")
+    p.add_argument("--no-quota-headers", dest="quota_headers", action="store_false",
+                   help="answers carry no x-ratelimit-limit/remaining headers (a provider that does not say)")
     p.add_argument("--fault-seed", type=int, default=1)
     for kind in FAULT_KINDS:
         p.add_argument(f"--fault-{kind.replace('_', '-')}", dest=f"fault_{kind}", type=_probability,

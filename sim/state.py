@@ -110,6 +110,7 @@ class SimConfig:
     tpm: int = 0
     window_s: float = 60.0
     retry_after_format: str = "seconds"
+    quota_headers: bool = True  # answers report the window's quota (x-ratelimit-limit/remaining-*)
     fault_seed: int = 1
     fault_500: float = 0.0
     fault_503: float = 0.0

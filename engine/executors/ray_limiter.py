@@ -119,8 +119,8 @@ class PermitBook:
         if report.token_delta:
             policy.settle(0, report.token_delta)
         for kind, model, *rest in report.events:
-            if kind == "ok":
-                policy.on_success(model, rest[0] if rest else now)
+            if kind == "ok":  # ("ok", model, at[, quota, sent_at])
+                policy.on_success(model, *(rest or [now]))
             elif kind == "reply":
                 policy.on_reply(model, rest[0] if rest else now)
             elif kind == "limited":
@@ -453,8 +453,11 @@ class ClusterModelLimiter:
     def slot(self, estimated_tokens: int):
         return self.cluster.slot(self.model, estimated_tokens)
 
-    def on_success(self) -> None:
-        self.cluster.tell("ok", self.model, time.time())
+    def on_success(self, lease: Lease | None = None, quota=None) -> None:
+        if quota is None:
+            self.cluster.tell("ok", self.model, time.time())
+        else:  # the actor learns the key's quota from it (engine/quota.py)
+            self.cluster.tell("ok", self.model, time.time(), quota, lease.sent_at if lease else None)
 
     def on_reply(self) -> None:
         self.cluster.tell("reply", self.model, time.time())

@@ -35,21 +35,22 @@ CONFIG_STRIKES = 3
 
 
 class AdaptiveRate:
-    """Learns an undeclared rate limit from 429s (for keys with no rpm in the config).
+    """Learns an undeclared rate limit from 429s (for keys with no rpm in the config whose provider reports
+    no quota on its answers: engine/quota.py learns it from those when it does).
 
-    The first 429 comes while sending unpaced, so the rate admitted until then is only a rough
-    guess: from it, grow fast (SLOW_START_PER_S) until the next 429. From then on, a 429 marks the
-    refused pace (or the rate the server admitted, if lower) as the ceiling and drops to DECREASE x
-    ceiling; the pace recovers quickly to just under the ceiling, and above it probes upward slowly at
-    first, doubling the probe speed every PROBE_DOUBLING_S without a 429 (in case the limit rose).
+    The first 429 comes while sending unpaced: what the server admitted over the last second or two is
+    the first ceiling. From then on, a 429 marks the refused pace (or the rate the server admitted, if
+    lower) as the ceiling, and the pace drops to DECREASE x ceiling; it recovers quickly to just under the
+    ceiling, and above it probes upward slowly, doubling the probe speed every PROBE_DOUBLING_S without a
+    429 (in case the limit rose). Each 429 costs a cool-down (a second, when the provider says "1"): the
+    probe is slow so that they stay few.
     """
 
     DECREASE = 0.9
-    SLOW_START_PER_S = 0.25
     RECOVER_PER_S = 0.05
     NEAR_CEILING = 0.97
-    PROBE_PER_S = 0.0025
-    PROBE_DOUBLING_S = 10.0
+    PROBE_PER_S = 0.001
+    PROBE_DOUBLING_S = 30.0
     PROBE_MAX_PER_S = 0.10
 
     def __init__(self, now: float) -> None:
@@ -69,9 +70,7 @@ class AdaptiveRate:
         return rate * (1 + self._growth_per_s(rate, now) * max(0.0, dt))
 
     def _growth_per_s(self, rate: float, now: float) -> float:
-        if self.ceiling is None:
-            return self.SLOW_START_PER_S
-        if rate < self.NEAR_CEILING * self.ceiling:
+        if self.ceiling is None or rate < self.NEAR_CEILING * self.ceiling:
             return self.RECOVER_PER_S
         doublings = (now - self._last_429) / self.PROBE_DOUBLING_S
         return min(self.PROBE_MAX_PER_S, self.PROBE_PER_S * 2 ** doublings)
@@ -79,8 +78,9 @@ class AdaptiveRate:
     def refused_at(self, rate: float | None, now: float) -> float:
         """The new pace after a 429 (sent at `rate`, None when unpaced)."""
         self._last_429 = self._last_update = now
-        if rate is None:  # unpaced so far: a rough guess, refined by slow start
-            return max(0.05, self.DECREASE * self.admitted_rate(now))
+        if rate is None:  # unpaced so far: what the server let through is the first ceiling
+            self.ceiling = self.admitted_rate(now)
+            return max(0.05, self.DECREASE * self.ceiling)
         # Refused at this pace; what the server let through over the last seconds bounds it too.
         self.ceiling = min(rate, max(self.admitted_rate(now), 0.5 * rate))
         return max(0.05, self.DECREASE * self.ceiling)

@@ -19,14 +19,15 @@ if __name__ == "__main__" and not __package__:  # `python cli.py ...` from a che
                                                        submodule_search_locations=[str(_root)])
         sys.modules["fairsweep"] = importlib.util.module_from_spec(_spec)
         _spec.loader.exec_module(sys.modules["fairsweep"])
-    from fairsweep.cli import main as _main
+    from fairsweep.cli import entry as _entry
 
-    sys.exit(_main())
+    _entry()
 
 import argparse
 import importlib
 import sys
 import traceback
+from typing import NoReturn
 
 from . import __version__
 from .commands import VERB_MODULES
@@ -77,5 +78,32 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
 
 
+def entry() -> None:
+    """The `fairsweep` command (and `python -m fairsweep.cli`): main(), then leave."""
+    leave(main())
+
+
+def leave(code: int) -> NoReturn:
+    """Exit at once when nothing needs the interpreter torn down: its teardown, with DuckDB, numpy and scipy
+    loaded, takes ~0.15 s (a tenth of a short command). Only once the output is flushed, no other thread runs,
+    no child process is left and Ray (whose shutdown runs at exit) was never loaded; else an ordinary exit.
+    Every file the commands write is closed by then (the journal writes unbuffered)."""
+    import os
+    import threading
+
+    multiprocessing = sys.modules.get("multiprocessing")
+    if threading.active_count() == 1 and "ray" not in sys.modules and not (
+            multiprocessing and multiprocessing.active_children()):
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except (OSError, ValueError):  # a closed pipe: the ordinary exit reports it as before
+            sys.exit(code)
+        if "logging" in sys.modules:
+            sys.modules["logging"].shutdown()
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

@@ -44,6 +44,7 @@ def config_text(db: Path, server: SimServerProcess, models: int, *, million: boo
 
 def timed_run(pythonpath: str, config: Path, workdir: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": pythonpath, "FAIRSWEEP_BENCH_SIM_KEY": "unused-by-the-sim-server"}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: bytecode written once, then read
     usage = workdir / "usage.txt"
     command = ["/usr/bin/time", "-o", str(usage), "-f", "%M %U %S", sys.executable, "-m", "fairsweep.cli", "run",
                "--config", str(config), "--no-progress"]

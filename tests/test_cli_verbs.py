@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import ast
 import importlib
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -80,3 +82,22 @@ def test_exit_codes_come_only_from_errors():
                     if isinstance(ret, ast.Return) and isinstance(ret.value, ast.Constant):
                         bad.append(f"{path.relative_to(PACKAGE)}:{ret.lineno} returns {ret.value.value!r}")
     assert not bad, "\n".join(bad)
+
+
+def _leave(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", "import atexit, sys, threading, time\n"
+                           "from fairsweep.cli import leave\n"
+                           "atexit.register(lambda: print('teardown ran'))\n" + code],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_leave_skips_the_teardown_but_flushes_the_output_and_keeps_the_exit_code():
+    done = _leave("sys.stdout.write('kept'); sys.stderr.write('also'); leave(3)")
+    assert done.returncode == 3 and done.stdout == "kept" and done.stderr == "also"
+
+
+def test_leave_exits_the_ordinary_way_while_another_thread_or_ray_is_there():
+    done = _leave("threading.Thread(target=time.sleep, args=(0.2,)).start(); leave(4)")
+    assert done.returncode == 4 and "teardown ran" in done.stdout
+    done = _leave("sys.modules['ray'] = object(); leave(0)")
+    assert done.returncode == 0 and "teardown ran" in done.stdout

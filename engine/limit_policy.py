@@ -212,9 +212,15 @@ class LimitPolicy:
         self._breaker.answered(model, now)
         if self.quota is not None and quota is not None:
             self.quota.observe(quota, now if sent_at is None else sent_at)
+        if not self.adaptive:
+            return
+        rate = self.adaptive.on_success(self.rate, now)  # what 429s taught (None: none came yet)
         if self.quota is not None and (learned := self.quota.rate) is not None:
-            self.rate = learned * SAFETY  # the provider said what it allows: no need to probe for it
-        elif self.adaptive and (rate := self.adaptive.on_success(self.rate, now)) is not None:
+            # What the provider says it allows; once 429s came despite it (a limit it does not report, say a
+            # per-minute one beside a reported daily quota), what they taught paces below it.
+            taught = rate if self.adaptive.ceiling is not None else None
+            rate = learned * SAFETY if taught is None else min(taught, learned * SAFETY)
+        if rate is not None:
             self.rate = rate
 
     def on_reply(self, model: str, now: float | None = None) -> None:
@@ -236,10 +242,12 @@ class LimitPolicy:
         if until > self.cooldown_until:
             self.stats.cooldown_s += until - max(now, self.cooldown_until)
             self.cooldown_until = until
-        if self.quota is not None and self.quota.known:
-            self.quota.refused(sent_at, hinted=hinted)
+        if self.quota is not None and self.quota.known and self.quota.refused(sent_at, hinted=hinted):
+            return  # a probe beyond the reported quota, refused as expected: nothing to learn from it
         if self.adaptive and sent_at >= self._last_decrease:
-            self.rate = self.adaptive.refused_at(self.rate, now)
+            # The first 429 finds the pace unlearned (unpaced, or the quota's): what was admitted is the ceiling.
+            learned = self.rate if self.adaptive.ceiling is not None else None
+            self.rate = self.adaptive.refused_at(learned, now)
             self._last_decrease = now
             self.stats.decreases += 1
 

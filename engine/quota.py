@@ -24,6 +24,7 @@ PROBE_GAP_S = 0.1     # budget spent, window unknown: one request per gap (after
                       # answer shows the reset
 FIRST_GUESS_S = 1.0   # the window assumed until resets show it (the shortest in use), doubled while too short
 RESETS_KEPT = 16      # resets used for the window's length (more: a finer estimate, older evidence)
+LONGEST_PACED_S = 900.0  # a quota that takes longer than this to refill is kept as a budget, never as a pace
 BUCKET_AGREE = 1.5    # the refill rates of the last answers agree within this factor: a token bucket
 NARROW_GAPS = 2.5     # a reset counts for the window's length when seen within this many send gaps
 
@@ -43,6 +44,8 @@ class QuotaLearner:
         self._sends: deque[float] = deque(maxlen=100_000)  # booked send times no answer has covered yet
         self._last_booked = -math.inf
         self._hinted = False  # the last 429 said when to come back (no answer since)
+        self._probing = False  # the booking being made goes beyond the reported budget
+        self._probes: deque[float] = deque(maxlen=64)  # send times of the latest such bookings
 
     @property
     def known(self) -> bool:
@@ -82,10 +85,11 @@ class QuotaLearner:
         """A bucket's refill rate, as one answer's used quota over its time to full: trusted once a few
         answers agree (a fixed window that says when it ends gives rates that do not)."""
         self._bucket_rates.append(rate)
-        if len(self._bucket_rates) >= 3 and max(self._bucket_rates) <= BUCKET_AGREE * min(self._bucket_rates):
-            self._bucket_rate = sorted(self._bucket_rates)[len(self._bucket_rates) // 2]
-        else:
-            self._bucket_rate = None
+        rates = sorted(self._bucket_rates)
+        agreed = len(rates) >= 3 and rates[-1] <= BUCKET_AGREE * rates[0]
+        median = rates[len(rates) // 2]
+        # A bucket that takes hours to fill (a daily quota) is a budget, not a pace.
+        self._bucket_rate = median if agreed and self.limit / median <= LONGEST_PACED_S else None
 
     def _reset_seen(self, before: float, at: float) -> None:
         """The window reset between two sends (`before`: the newest counted in the old window, `at`: the
@@ -104,13 +108,18 @@ class QuotaLearner:
             windows = sum(max(1, round(g / shortest)) for g in gaps)
             self.window_s = (self._resets[-1][1] - self._resets[0][0]) / windows
 
-    def refused(self, sent_at: float, hinted: bool) -> None:
-        """A 429 for the request sent at `sent_at`, despite the budget: the window is not what the resets
-        suggested; learn it again. `hinted`: the provider said when to come back (the key cools down until
-        then): the next probe goes then, not a guess later."""
+    def refused(self, sent_at: float, hinted: bool) -> bool:
+        """A 429 for the request sent at `sent_at`. True when it went beyond the reported budget (a probe
+        for the reset): the quota's own refusal. Else the window is not what the resets suggested (learn it
+        again), or a limit the provider does not report refused it: False (the 429s teach that one).
+        `hinted`: the provider said when to come back (the key cools down until then): the next probe goes
+        then, not a guess later."""
+        self._hinted = hinted
+        if any(0 <= sent_at - probe <= PROBE_GAP_S / 2 for probe in self._probes):  # sent just after its booking
+            return True
         self.window_s = None
         self._resets.clear()
-        self._hinted = hinted
+        return False
 
     def _longer_than_guessed(self, seen_at: float) -> None:
         self.guess_s *= 2
@@ -125,6 +134,7 @@ class QuotaLearner:
             budget = self.limit - sum(1 for s in self._sends if s >= boundary)
         else:
             budget = self._last[1] - len(self._sends)
+        self._probing = budget <= 0
         if budget > 0:
             return at
         if boundary is not None:
@@ -134,8 +144,11 @@ class QuotaLearner:
         return max(at, guessed_reset, self._last_booked + PROBE_GAP_S)
 
     def booked(self, at: float) -> None:
+        """A send was booked at `at` (after `earliest`)."""
         self._sends.append(at)
         self._last_booked = max(self._last_booked, at)
+        if self._probing:
+            self._probes.append(at)
 
     def _boundary_before(self, at: float) -> float | None:
         """The newest predicted window reset at or before `at` (None: the window is not known)."""

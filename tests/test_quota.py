@@ -58,6 +58,21 @@ class TokenBucket:
         return RequestQuota(self.limit, int(self.level), (self.limit - self.level) / rate), None
 
 
+@dataclass
+class DailyQuotaOverWindow:
+    """A provider that reports only a daily quota (a bucket of 14,400 refilled over a day, with its reset
+    time, like Groq's request headers) and enforces an unreported 20-per-second window besides."""
+
+    window: FixedWindow = field(default_factory=lambda: FixedWindow(20, 1.0))
+    daily: TokenBucket = field(default_factory=lambda: TokenBucket(14_400, 86_400.0))
+
+    def admit(self, at: float) -> tuple[RequestQuota | None, float | None]:
+        quota, retry_after = self.window.admit(at)
+        if quota is None:
+            return None, retry_after
+        return self.daily.admit(at)
+
+
 def sweep(server, n: int, *, workers: int = 8, latency: float = 0.04, headers: bool = True):
     """Send n requests through one LimitPolicy (no rpm declared) with `workers` in flight, as the local
     limiter does (one booking at a time, a 429 sends a waiting request back to book again), on a virtual
@@ -146,6 +161,13 @@ def test_without_quota_headers_the_limit_is_still_learned_from_429s_and_few_of_t
     server = FixedWindow(20, 1.0, phase)
     wall, refused, _ = sweep(server, 1000, headers=False, workers=workers)
     assert 1 <= refused <= 20 and wall <= 1.10 * 1000 / 20
+
+
+def test_a_limit_the_provider_does_not_report_is_learned_from_429s_below_the_one_it_does():
+    """A daily quota is kept as a budget, not a pace; the unreported per-second window is learned from 429s."""
+    server = DailyQuotaOverWindow()
+    wall, refused, _ = sweep(server, 1000)
+    assert 1 <= refused <= 20 and wall <= 1.15 * 1000 / 20
 
 
 @settings(max_examples=60, deadline=None)

@@ -16,7 +16,12 @@ from typing import Any, NamedTuple
 
 
 def canonical_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return _CANONICAL(value)
+
+
+# json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":")) builds an encoder at every call:
+# one, built once, gives the same text (planning serialises several values per request).
+_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode
 
 
 @dataclass(frozen=True)

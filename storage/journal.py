@@ -50,8 +50,14 @@ def segments(db: str | Path) -> list[Path]:
 
 
 def encode(row: NamedTuple) -> bytes:
-    values = [v.isoformat() if isinstance(v, datetime) else v for v in row]
-    return (json.dumps([CODES[type(row)], *values], separators=(",", ":")) + "\n").encode()
+    values = [CODES[type(row)], *row]
+    for i in DATETIMES[type(row)]:  # the row types' datetime fields (the others never hold one)
+        if isinstance(values[i + 1], datetime):
+            values[i + 1] = values[i + 1].isoformat()
+    return (_COMPACT(values) + "\n").encode()
+
+
+_COMPACT = json.JSONEncoder(separators=(",", ":")).encode  # json.dumps(..., separators=...), built once
 
 
 def decode(line: bytes) -> NamedTuple | None:

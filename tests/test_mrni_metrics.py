@@ -447,3 +447,29 @@ def test_the_binomial_test_of_one_half_is_scipys_binomtest():
     for n in range(1, 121):
         for k in range(n + 1):
             assert binomial_p_half(k, n) == pytest.approx(binomtest(k, n, 0.5).pvalue, rel=1e-9, abs=1e-300), (k, n)
+
+
+def test_counts_per_grain_are_the_grouping_sets_of_one_pass(toy):
+    """mrni_counts aggregates each grain on its own (a query of one grain reads one aggregate): the rows are
+    those of the three grouping sets computed in one pass, and the condition grain's plan has one aggregate."""
+    conn, _ = toy
+    counted = "count(*), count(label), count(DISTINCT pair), count(*) FILTER (WHERE correct), " + ", ".join(
+        f"count(*) FILTER (WHERE label = '{lab}')" for lab in "MWXYUROF") + \
+        ", string_agg(DISTINCT parser_version, ',' ORDER BY parser_version)"
+    reference = conn.execute(f"""
+        SELECT run, model, language, condition, category, item,
+               CASE grouping(category, item) WHEN 3 THEN 'condition' WHEN 1 THEN 'category' ELSE 'item' END, {counted}
+        FROM mrni_scored GROUP BY GROUPING SETS ((run, model, language, condition),
+            (run, model, language, condition, category), (run, model, language, condition, category, item))
+        """).fetchall()
+    got = conn.execute("""
+        SELECT run, model, language, condition, category, item, grain, expected, answered, n_pairs, n_correct,
+               n_m, n_w, n_x, n_y, n_u, n_r, n_o, n_f, parser_versions FROM mrni_counts""").fetchall()
+    key = lambda row: tuple((v is None, str(v)) for v in row)  # noqa: E731
+    assert len(got) == len(reference) > 0 and sorted(got, key=key) == sorted(reference, key=key)
+    assert {row[6] for row in got} == {"condition", "category", "item"}
+
+    def aggregates(sql: str) -> int:
+        return "".join(r[1] for r in conn.execute(f"EXPLAIN {sql}").fetchall()).lower().count("group by")
+    one_grain = aggregates("SELECT * FROM mrni_counts_at(0)")
+    assert aggregates("SELECT * FROM mrni_condition_metrics") == one_grain < aggregates("SELECT * FROM mrni_counts")

@@ -110,7 +110,8 @@ def _same_word(a: str, b: str) -> bool:
     return len(sa) >= need and len(sb) >= need and sa[:need] == sb[:need]
 
 
-def person_mentions(context: str, marker: str) -> list[tuple[int, int, str]]:
+@lru_cache(maxsize=8192)  # read twice per answer (roles, ordinal_persons) for each of a prompt's answers
+def person_mentions(context: str, marker: str) -> tuple[tuple[int, int, str], ...]:
     """(start, end, label) of every mention of the two people in the context, in order."""
     found = []
     for label, rx in _PERSONS[marker].items():
@@ -121,7 +122,7 @@ def person_mentions(context: str, marker: str) -> list[tuple[int, int, str]]:
         if out and start < out[-1][1]:
             continue
         out.append((start, end, label))
-    return out
+    return tuple(out)
 
 
 def _clauses(context: str) -> list[tuple[int, int]]:

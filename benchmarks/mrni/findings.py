@@ -13,7 +13,7 @@ import shlex
 import sys
 from dataclasses import dataclass
 
-from ...storage.db import open_db
+from ...storage.db import ONE_THREAD, open_db
 
 DIS, AMB = "disambiguated_gs", "ambiguous_gs"
 _SQL = """
@@ -58,8 +58,8 @@ class Finding:
 
 def load(db: str, run: str) -> list[Finding]:
     """One Finding per model and language of `run` (empty when nothing was scored)."""
-    conn = open_db(db, read_only=True)
-    try:
+    conn = open_db(db, read_only=True, config=dict(ONE_THREAD))  # one hash table, not one per thread: the peak
+    try:                                                           # of a run's findings at a large plan
         rows = conn.execute(_SQL, {"run": run, "dis": DIS, "amb": AMB}).fetchall()
         coverage = {(m, lang): (a, e) for m, lang, a, e in conn.execute(_COVERAGE_SQL, {"run": run}).fetchall()}
     finally:

@@ -14,20 +14,32 @@ from ...storage.tx import transaction
 from .parse import PARSER_VERSION, parse_answer
 
 
+# each prompt's JSON read once, not per answer
+_TEXTS = """SELECT benchmark, prompt_key, prompt_hash,
+                   json_extract_string(metadata, '$.context') AS context,
+                   json_extract_string(metadata, '$.answer_options') AS options
+            FROM prompts SEMI JOIN wanted USING (benchmark, prompt_key, prompt_hash)"""
+
+
+def _texts(context: str | None, options: str | None) -> tuple[str | None, tuple[str, ...] | None]:
+    return context, tuple(o.strip() for o in options.split("|")) if options else None
+
+
 def label_committed(conn: duckdb.DuckDBPyConnection, responses: list) -> None:
     """Label MRNI-BB answers as a run commits them (registry `label`; storage/writer.py calls it inside a
     transaction). Only prompts with a design row (planned by this version) are labelled here; scoring
     labels any other."""
-    found = conn.execute("""
-        SELECT r.request_id, d.language, d.condition
-        FROM requests r JOIN mrni_design d USING (benchmark, prompt_key, prompt_hash)
-        WHERE r.benchmark = 'mrni' AND r.request_id IN (SELECT unnest($1))""",
+    found = conn.execute(f"""  -- the design fields and the prompt's texts in one query (a run does one per batch)
+        WITH wanted AS (SELECT r.request_id, r.benchmark, r.prompt_key, r.prompt_hash, d.language, d.condition
+                        FROM requests r JOIN mrni_design d USING (benchmark, prompt_key, prompt_hash)
+                        WHERE r.benchmark = 'mrni' AND r.request_id IN (SELECT unnest($1)))
+        SELECT w.request_id, w.language, w.condition, t.context, t.options
+        FROM wanted w LEFT JOIN ({_TEXTS}) t USING (benchmark, prompt_key, prompt_hash)""",
                          [[r.request_id for r in responses]]).fetchall()
     if found:
         text = {r.request_id: r.text for r in responses}
-        prompt = prompt_texts(conn, [rid for rid, _, _ in found])
-        upsert_labels(conn, [(rid, *parse_label(text[rid], language, condition, *prompt.get(rid, (None, None))))
-                             for rid, language, condition in found])
+        upsert_labels(conn, [(rid, *parse_label(text[rid], language, condition, *_texts(context, options)))
+                             for rid, language, condition, context, options in found])
 
 
 def prompt_texts(conn: duckdb.DuckDBPyConnection, request_ids: list[str]
@@ -36,17 +48,12 @@ def prompt_texts(conn: duckdb.DuckDBPyConnection, request_ids: list[str]
     (read from the prompt's JSON only for the answers being labelled)."""
     if not request_ids:
         return {}
-    rows = conn.execute("""
+    rows = conn.execute(f"""
         WITH wanted AS (SELECT request_id, benchmark, prompt_key, prompt_hash FROM requests
-                        WHERE request_id IN (SELECT unnest($1))),
-             texts AS (SELECT benchmark, prompt_key, prompt_hash,  -- each prompt's JSON read once, not per answer
-                              json_extract_string(metadata, '$.context') AS context,
-                              json_extract_string(metadata, '$.answer_options') AS options
-                       FROM prompts SEMI JOIN wanted USING (benchmark, prompt_key, prompt_hash))
+                        WHERE request_id IN (SELECT unnest($1)))
         SELECT w.request_id, t.context, t.options
-        FROM wanted w JOIN texts t USING (benchmark, prompt_key, prompt_hash)""", [request_ids]).fetchall()
-    return {rid: (context, tuple(o.strip() for o in options.split("|")) if options else None)
-            for rid, context, options in rows}
+        FROM wanted w JOIN ({_TEXTS}) t USING (benchmark, prompt_key, prompt_hash)""", [request_ids]).fetchall()
+    return {rid: _texts(context, options) for rid, context, options in rows}
 
 
 def parse_label(text: str, language: str, condition: str, context: str | None = None,

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from . import describe
 from .fold import fold_char
@@ -72,12 +73,25 @@ def _norm_char(ch: str) -> str:
     return _CHAR_MAP[ch] if ch in _CHAR_MAP else fold_char(ch)
 
 
+class _Folded(dict):
+    """ord -> the character _norm_char gives, for str.translate: ASCII characters outside _CHAR_MAP are
+    kept, any other is folded once and remembered (a few hundred distinct characters at most)."""
+
+    def __missing__(self, code: int) -> str:
+        ch = chr(code)
+        self[code] = folded = ch if ch.isascii() and ch not in _CHAR_MAP else _norm_char(ch)
+        return folded
+
+
+_FOLDED = _Folded()
+
+
 def _normalise(text: str) -> str:
     """Length-preserving normalisation (case, quotes, apostrophes, markdown, accents)."""
     lowered = text.lower()
     if len(lowered) != len(text):  # a multi-char lowercase (e.g. "İ"): go char by char
         return "".join(_norm_char(c) for c in text)
-    return "".join([c if c.isascii() and c not in _CHAR_MAP else _norm_char(c) for c in lowered])
+    return lowered.translate(_FOLDED)  # per character as the rule above, in C (a run normalises every answer)
 
 
 def _blank(chars: list[str], start: int, end: int) -> None:
@@ -516,7 +530,7 @@ def _described(s: str, condition: str, context: str | None, options: tuple[str, 
     marker = "ga" if condition in GA_CONDITIONS else "gs"
     found: list[describe.Described] = []
     if context:
-        ctx = _normalise(context)
+        ctx = _normalised_context(context)
         found += describe.descriptions(s_desc or s, ctx, marker) + describe.ordinal_persons(s, ctx, marker)
     if options:
         found += describe.ordinal_options(s, [option_label(o, condition) for o in options])
@@ -533,6 +547,12 @@ def _described(s: str, condition: str, context: str | None, options: tuple[str, 
     return out
 
 
+@lru_cache(maxsize=8192)  # the answers of every model to one prompt share its context
+def _normalised_context(context: str) -> str:
+    return _normalise(context)
+
+
+@lru_cache(maxsize=4096)  # a prompt set has few distinct option texts; every answer reads its prompt's
 def option_label(text: str, condition: str) -> str | None:
     """The label an option text stands for ("the man" -> M, "insufficient information" -> U), None if unknown."""
     t = _normalise(text).strip(" .")

@@ -72,11 +72,16 @@ FROM request_status o
 JOIN design c USING (benchmark, prompt_key, prompt_hash)
 LEFT JOIN mrni_labels l USING (request_id);
 
--- Counts at three grains in one pass (GROUPING SETS): condition, category, MRNI item, each
--- within run x model x language x condition. The metric formulas below are then written once.
-CREATE OR REPLACE VIEW mrni_counts AS
-SELECT run, model, language, condition, category, item,
-       CASE grouping(category, item) WHEN 3 THEN 'condition' WHEN 1 THEN 'category' ELSE 'item' END AS grain,
+-- Counts at three grains: condition (level 0), category (1), MRNI item (2), each within run x model x
+-- language x condition; a coarser grain's finer columns are NULL. The metric formulas below are then written
+-- once. One aggregate per grain, not GROUPING SETS: a query of one grain (mrni_condition_metrics: a run's
+-- findings) aggregates only that grain (the other branches of mrni_counts are pruned by its filter on grain),
+-- and the distinct counts of the item grain no longer make the peak memory of reading a large plan.
+CREATE OR REPLACE MACRO mrni_counts_at(level) AS TABLE
+SELECT run, model, language, condition,
+       CASE WHEN level >= 1 THEN category END AS category,
+       CASE WHEN level >= 2 THEN item END AS item,
+       CASE level WHEN 0 THEN 'condition' WHEN 1 THEN 'category' ELSE 'item' END AS grain,
        count(*) AS expected,
        count(label) AS answered,
        count(DISTINCT pair) AS n_pairs,
@@ -107,9 +112,12 @@ SELECT run, model, language, condition, category, item,
        count(*) FILTER (WHERE gold = second_label AND correct) AS correct_gold_second,
        string_agg(DISTINCT parser_version, ',' ORDER BY parser_version) AS parser_versions
 FROM mrni_scored
-GROUP BY GROUPING SETS ((run, model, language, condition),
-                        (run, model, language, condition, category),
-                        (run, model, language, condition, category, item));
+GROUP BY ALL;
+
+CREATE OR REPLACE VIEW mrni_counts AS
+SELECT * FROM mrni_counts_at(0)
+UNION ALL SELECT * FROM mrni_counts_at(1)
+UNION ALL SELECT * FROM mrni_counts_at(2);
 
 -- Every protocol metric from the counts. A metric that does not apply to a condition is NULL
 -- (e.g. MAR in a gender-agnostic condition, where n_M is 0 by design, not by behaviour).

@@ -33,39 +33,24 @@ from fairsweep.sim.server import SimServerProcess
 PLAIN_CLIENT = r"""
 import asyncio, json, sys
 import aiohttp
-messages = json.load(open(sys.argv[2]))
+url, messages_file, out, count, concurrency = sys.argv[1:6]
+messages = json.load(open(messages_file))[:int(count)]
 async def main():
     async with aiohttp.ClientSession() as session:
-        semaphore = asyncio.Semaphore(64)
+        semaphore = asyncio.Semaphore(int(concurrency))
         async def send(m):
             async with semaphore:
                 body = {"model": "sim-model", "messages": m, "temperature": 0.0, "max_tokens": 64}
-                async with session.post(sys.argv[1] + "/chat/completions", json=body) as resp:
-                    return (await resp.json())["choices"][0]["message"]["content"]
-        answers = await asyncio.gather(*(send(m) for m in messages))
-    json.dump(answers, open(sys.argv[3], "w"))
-asyncio.run(main())
-"""
-
-
-PLAIN_RETRYING = r"""
-import asyncio, json, sys
-import aiohttp
-messages = json.load(open(sys.argv[2]))[:int(sys.argv[4])]
-async def main():
-    async with aiohttp.ClientSession() as session:
-        semaphore = asyncio.Semaphore(8)
-        async def send(m):
-            async with semaphore:
-                body = {"model": "sim-model", "messages": m, "temperature": 0.0, "max_tokens": 64}
-                while True:
-                    async with session.post(sys.argv[1] + "/chat/completions", json=body) as resp:
+                while True:  # a 429 is sent again at once (none come from an unlimited server)
+                    async with session.post(url + "/chat/completions", json=body) as resp:
                         if resp.status != 429:
                             return (await resp.json())["choices"][0]["message"]["content"]
         answers = await asyncio.gather(*(send(m) for m in messages))
-    json.dump(answers, open(sys.argv[3], "w"))
+    json.dump(answers, open(out, "w"))
 asyncio.run(main())
 """
+
+
 UNDECLARED = ["--rpm", "1200", "--window-s", "1", "--latency-ms", "40"]
 
 
@@ -96,9 +81,10 @@ def fairsweep_run(server: SimServerProcess, workdir: Path, tag: str, limit: int 
     return child_run(command, env)
 
 
-def plain_run(server: SimServerProcess, workdir: Path, messages: Path, env: dict) -> dict:
+def plain_run(server: SimServerProcess, workdir: Path, messages: Path, env: dict, count: int = 10**9,
+              concurrency: int = 64) -> dict:
     return child_run([sys.executable, "-c", PLAIN_CLIENT, server.base_url, str(messages),
-                      str(workdir / "plain.json")], env)
+                      str(workdir / "plain.json"), str(count), str(concurrency)], env)
 
 
 def first_request_s(server: SimServerProcess, run: dict) -> float:
@@ -140,8 +126,7 @@ def main() -> None:
                 note("1,000 prompts, limit undeclared: whole command / floor", run["wall"] / (1000 / 20))
                 note("1,000 prompts, limit undeclared: 429s", server.stats()["rate_limited"])
             with SimServerProcess(UNDECLARED) as server:
-                run = child_run([sys.executable, "-c", PLAIN_RETRYING, server.base_url, str(everything),
-                                 str(workdir / "plain.json"), "1000"], env)
+                run = plain_run(server, workdir, everything, env, count=1000, concurrency=8)
                 note("1,000 prompts, plain client resending 429s: wall / floor", run["wall"] / (1000 / 20))
                 note("1,000 prompts, plain client resending 429s: 429s", server.stats()["rate_limited"])
             with SimServerProcess([]) as server:

@@ -86,13 +86,15 @@ def entry() -> None:
 def leave(code: int) -> NoReturn:
     """Exit at once when nothing needs the interpreter torn down: its teardown, with DuckDB, numpy and scipy
     loaded, takes ~0.15 s (a tenth of a short command). Only once the output is flushed, no other thread runs,
-    no child process is left and Ray (whose shutdown runs at exit) was never loaded; else an ordinary exit.
+    no child process is left, Ray (whose shutdown runs at exit) was never loaded and no profiler or tracer
+    (cProfile, coverage: they write their data at exit) is on; else an ordinary exit.
     Every file the commands write is closed by then (the journal writes unbuffered)."""
     import os
     import threading
 
     multiprocessing = sys.modules.get("multiprocessing")
-    if threading.active_count() == 1 and "ray" not in sys.modules and not (
+    watched = sys.getprofile() is not None or sys.gettrace() is not None  # a profiler or coverage writes at exit
+    if not watched and threading.active_count() == 1 and "ray" not in sys.modules and not (
             multiprocessing and multiprocessing.active_children()):
         try:
             sys.stdout.flush()

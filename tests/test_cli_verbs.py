@@ -101,3 +101,12 @@ def test_leave_exits_the_ordinary_way_while_another_thread_or_ray_is_there():
     assert done.returncode == 4 and "teardown ran" in done.stdout
     done = _leave("sys.modules['ray'] = object(); leave(0)")
     assert done.returncode == 0 and "teardown ran" in done.stdout
+
+
+def test_leave_exits_the_ordinary_way_under_a_profiler_so_that_it_can_write_its_data(tmp_path):
+    script, out = tmp_path / "leave.py", tmp_path / "run.prof"
+    script.write_text("from fairsweep.cli import leave\nleave(5)\n")
+    done = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(out), str(script)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode in (0, 5), done.stderr  # (cProfile's own exit code)
+    assert out.exists() and out.stat().st_size > 0

@@ -14,29 +14,32 @@ from hypothesis import given, settings, strategies as st
 
 from fairsweep.engine.limit_policy import SAFETY, LimitPolicy
 from fairsweep.providers.base import RequestQuota
-from fairsweep.providers.ratelimit_headers import request_quota
+from fairsweep.providers.ratelimit_headers import request_quota, retry_after_seconds
+from fairsweep.sim.state import FixedWindowLimiter
 
 
 @dataclass
 class FixedWindow:
-    """`limit` requests per window of `window_s`, the windows starting at `phase` (like sim/state.py)."""
+    """The simulated server's own fixed-window limiter (sim/state.py), `limit` requests per `window_s`, its
+    windows shifted by `phase`; answers carry its headers as the engine reads them (request_quota), 429s
+    its "Retry-After" in whole seconds (retry_after_seconds). `used`: admitted requests per window."""
 
     limit: int
     window_s: float
     phase: float = 0.37
     used: dict = field(default_factory=dict)
 
-    def admit(self, at: float) -> tuple[RequestQuota | None, float | None]:
-        """(the quota an answer reports, None) if admitted, else (None, Retry-After in whole seconds)."""
-        window = math.floor((at + self.phase) / self.window_s)
-        if self.used.get(window, 0) >= self.limit:
-            wait = (window + 1) * self.window_s - self.phase - at
-            return None, float(max(1, math.ceil(wait)))
-        self.used[window] = self.used.get(window, 0) + 1
-        return RequestQuota(self.limit, self.limit - self.used[window]), None
+    def __post_init__(self) -> None:
+        self.limiter = FixedWindowLimiter(round(self.limit * 60 / self.window_s), 0, self.window_s)
 
-    def most_in_any_window(self, sends: list[float]) -> int:
-        return max(self.used.values())
+    def admit(self, at: float) -> tuple[RequestQuota | None, float | None]:
+        """(the quota an answer reports, None) if admitted, else (None, the wait its 429 asks for)."""
+        now = at + self.phase
+        if not self.limiter.admit(0, now):
+            return None, retry_after_seconds(self.limiter.retry_headers("seconds", now), now)
+        window = math.floor(now / self.window_s)
+        self.used[window] = self.used.get(window, 0) + 1
+        return request_quota(self.limiter.usage_headers()), None
 
 
 @dataclass

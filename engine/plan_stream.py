@@ -7,8 +7,9 @@ of the plan already committed: what is finished (stored answers, final failures)
 response cache answers is served from it, the rest goes to the executor. Nothing is held for the whole plan:
 a model's pending requests stay within a window or two, so the memory of a run does not grow with its plan.
 
-A run killed while planning left whole steps in the DB (each is a transaction; keyed inserts make a step
-written again harmless): the next run plans again what is missing and sends only what is not finished.
+A run killed while planning left whole steps in the DB (each is a transaction): the next run looks up what
+each model has planned, writes only what is missing (each request once: the plan table has no key, whose
+index would grow with the plan and stay in memory) and sends only what is not finished.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from ..records import Prompt, WorkItem
 from ..storage.cache import serve_from_cache
 from ..storage.checkpoint import answered_count, plan_chunk, remaining
 from .run_outcome import ModelOutcome
-from .work import plan_items
+from .work import check_unique, plan_items
 
 PLAN_ROWS = 256  # requests in the first planned step (one transaction, a few ms of the event loop) ...
 MAX_PLAN_ROWS = 1024  # ... doubling per slice up to this: fewer transactions, no long stall of the loop
@@ -111,6 +112,7 @@ class PlanFeed:
 
     def __init__(self, conn, config: SweepConfig, prompts: list[Prompt], specs: list[ModelSpec],
                  retry_failed: tuple[str, ...] | None, session_id: str, *, step_rows: int | None = None):
+        check_unique(prompts)
         self.run_name, self.prompts, self.specs = config.run, prompts, specs
         self.retry_failed, self.session_id = retry_failed, session_id
         self._cursor = conn.cursor()

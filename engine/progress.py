@@ -116,10 +116,13 @@ class ProgressReporter:
 
     def __init__(self, queues: list[Watched], totals: dict[str, tuple[int, int]], *, enabled: bool = True, spend=None,
                  every_s: float = EVERY_S, stream=None):
-        from rich.console import Console
+        self.stream = stream or sys.stderr
+        self.mode = "off"
+        if enabled and queues:  # rich only for a reporter that shows something: not on the way to the first request
+            from rich.console import Console
 
-        self.console = Console(file=stream or sys.stderr)
-        self.mode = "off" if not (enabled and queues) else ("live" if self.console.is_terminal else "lines")
+            self.console = Console(file=self.stream)
+            self.mode = "live" if self.console.is_terminal else "lines"
         self.every_s = every_s
         spend = spend or (lambda model: None)
         self.watches = [ModelWatch(q, totals, spend) for q in queues]
@@ -166,7 +169,7 @@ class ProgressReporter:
     def _print_lines(self) -> None:
         stamp = time.strftime("%H:%M:%S")
         for line in self.lines():
-            print(f"[{stamp}] {line.text()}", file=self.console.file, flush=True)
+            print(f"[{stamp}] {line.text()}", file=self.stream, flush=True)
 
     def _table(self) -> Table:
         from rich.table import Table

@@ -17,6 +17,7 @@ from ..storage.checkpoint import answered_count, plan_requests, register_run, re
 from ..storage.db import open_db
 from ..storage.journal import Journal
 from ..storage.live import LiveServer
+from ..storage.memory import fit_memory_limit
 from ..storage.writer import AfterCommit, RowWriter
 from .batch import batched_specs
 from .executors import SweepJob, select_executor
@@ -26,7 +27,7 @@ from .run_outcome import ModelOutcome, RunOutcome, SessionCounts, merged
 from .plan_stream import PlanFeed
 from .progress import live_lines
 from .retry import OutputCheck, RetryPolicy
-from .work import plan_items
+from .work import check_unique, plan_items
 
 if TYPE_CHECKING:
     from .batch.sender import BatchSender
@@ -55,6 +56,7 @@ def run_sweep(config: SweepConfig, prompts: list[Prompt], *, command: str, specs
     for spec in specs:
         preflight(spec)  # e.g. native code that cannot run here: stop before the DB is touched
     conn = open_db(config.db)
+    fit_memory_limit(conn)  # DuckDB caches within what its indexes need plus a margin, not 80% of the machine
     # other commands read this DB through this process; `state`: what only it knows (pace, stops), for `view`
     live = LiveServer(conn, config.db, state=lambda: {"run": config.run, "models": live_lines()}).start()
     feed = None
@@ -104,6 +106,7 @@ def run_sweep(config: SweepConfig, prompts: list[Prompt], *, command: str, specs
 def plan_session(conn, config: SweepConfig, prompts: list[Prompt], specs: list[ModelSpec],
                  retry_failed: tuple[str, ...] | None) -> tuple[dict[str, list[WorkItem]], list[ModelOutcome]]:
     """Record the plan; what is left to send per model, and each model's outcome so far."""
+    check_unique(prompts)
     planned = plan_work(config, prompts, specs)
     plan_requests(conn, [item for items in planned.values() for item in items])
     todo = {name: remaining(conn, items, retry_failed) for name, items in planned.items()}

@@ -6,6 +6,7 @@ import hashlib
 from typing import Any
 
 from ..config import ModelSpec
+from ..errors import DataError
 from ..records import Prompt, WorkItem, canonical_json
 
 def request_id(run: str, model: str, prompt: Prompt, sample: int, params: dict[str, Any]) -> str:
@@ -26,6 +27,17 @@ def cache_key(spec: ModelSpec, prompt: Prompt, sample: int, params: dict[str, An
         return None
     content = [spec.model, spec.api_base, params, list(prompt.messages), sample if temperature > 0 else None]
     return hashlib.sha256(canonical_json(content).encode()).hexdigest()[:32]
+
+
+def check_unique(prompts: list[Prompt]) -> None:
+    """Each prompt once: a request is planned once (the plan table has no key to drop a second copy), so the
+    same prompt twice in a session's list (a loader that repeats one, a benchmark listed twice) is refused."""
+    seen: set[tuple[str, str, str]] = set()
+    for p in prompts:
+        if (key := (p.benchmark, p.key, p.prompt_hash)) in seen:
+            raise DataError(f"benchmark {p.benchmark!r} gives prompt {p.key!r} twice: list each benchmark once "
+                            f"and give each of its prompts its own key")
+        seen.add(key)
 
 
 def plan_items(run: str, spec: ModelSpec, prompts: list[Prompt], start: int = 0) -> list[WorkItem]:

@@ -74,8 +74,9 @@ REQUEST_COLUMNS = ("request_id", "run", "model", "benchmark", "prompt_key", "pro
 
 
 def plan_chunk(conn: duckdb.DuckDBPyConnection, items: list[WorkItem], prompts: list) -> None:
-    """One step of a plan in one transaction: `prompts` (with their design rows), then the `items`' requests.
-    Keyed inserts: a step written twice (a resumed plan) changes nothing."""
+    """One step of a plan in one transaction: `prompts` (with their design rows, keyed: written once), then the
+    `items`' requests, which the caller has checked are not planned yet (`requests` has no key: its index
+    would grow with the plan and stay in memory)."""
     params: dict[int, str] = {}  # the items of one model share one params dict: serialise it once
     rows = []
     for i in items:
@@ -87,7 +88,7 @@ def plan_chunk(conn: duckdb.DuckDBPyConnection, items: list[WorkItem], prompts: 
     with transaction(conn):
         if prompts:
             _insert_prompts(conn, prompts)
-        insert_rows(conn, "requests", REQUEST_COLUMNS, rows)
+        insert_rows(conn, "requests", REQUEST_COLUMNS, rows, keyed=False)  # each id once: the planner skips planned ids
 
 
 def _insert_prompts(conn: duckdb.DuckDBPyConnection, prompts: list) -> None:

@@ -19,6 +19,7 @@ import duckdb
 from ..records import AttemptRow, DriftRow, ResponseRow
 from .bulk import TABLES, insert_rows
 from .journal import Journal
+from .memory import REFIT_ROWS, fit_memory_limit
 from .tx import transaction
 
 AfterCommit = Callable[[duckdb.DuckDBPyConnection, list[ResponseRow]], None]
@@ -46,6 +47,7 @@ class RowWriter:
         self._error: BaseException | None = None
         self._flushed_seq = 0
         self._submitted_seq = 0
+        self._fitted_seq = 0  # rows written when DuckDB's memory limit was last fitted to the indexes
         self._thread = threading.Thread(target=self._loop, name="fairsweep-writer", daemon=True)
         self._thread.start()
 
@@ -121,6 +123,10 @@ class RowWriter:
                 insert_rows(self._conn, table, row_type._fields, batch[row_type])
         if self._after_commit is not None and batch[ResponseRow]:
             self._derive(batch[ResponseRow])
+        self._fitted_seq += sum(map(len, batch.values()))
+        if self._fitted_seq >= REFIT_ROWS:  # new keys: the limit grows with the indexes (storage/memory.py)
+            self._fitted_seq = 0
+            fit_memory_limit(self._conn)
 
     def _derive(self, responses: list) -> None:
         """Rows derived from the answers just committed (a benchmark's parser labels), in their own

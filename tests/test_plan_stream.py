@@ -87,6 +87,8 @@ def resume_and_check(config: str, db: str, server, env: dict) -> None:
     done = subprocess.run(fairsweep_cmd(*run_args(config)), env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-800:]
     assert planned_per_model(db) == {f"m{k}": PROMPTS for k in range(MODELS)}
+    # the plan table has no key (migration 0019): each request must still be planned exactly once
+    assert rows(db, "SELECT count(DISTINCT request_id), count(*) FROM requests") == [(MODELS * PROMPTS,) * 2]
     assert rows(db, "SELECT count(DISTINCT request_id), count(*) FROM responses") == [(MODELS * PROMPTS,) * 2]
     assert rows(db, "SELECT count(*) FROM requests r ANTI JOIN responses USING (request_id)") == [(0,)]
     after = stored_pairs(db)
@@ -130,6 +132,25 @@ def test_a_run_killed_while_planning_resumes_with_every_request_planned_once(sim
     planned = sum(planned_per_model(db).values())
     assert 0 < planned < MODELS * PROMPTS, "the run was meant to be killed while it still planned"
     assert stored_fingerprints(db), "answers were stored before the kill"
+    resume_and_check(config, db, server, env_with(mrni_dir))
+
+
+def test_a_run_killed_three_times_while_planning_plans_each_request_once(sim, tmp_path, mrni_dir):
+    """Each kill lands while the plan is still being written, the later ones in a resumed plan (model by
+    model, skipping what is planned): no request is planned twice, nothing stored is lost or sent again."""
+    server = sim("--latency-ms", "20")
+    config, db = write_config(tmp_path, server)
+    env = env_with(mrni_dir, FAIRSWEEP_PLAN_ROWS="1")
+    planned = 0
+    for kill_no in range(3):
+        proc = start(config, env)
+        wait_until(proc, lambda: server.stats()["ok"] >= 5 * (kill_no + 1)
+                   and (live_planned(db) or 0) > planned, f"answers and new plan steps before kill {kill_no + 1}")
+        kill(proc)
+        now = sum(planned_per_model(db).values())
+        assert planned < now < MODELS * PROMPTS, "each kill was meant to land while the run still planned"
+        assert rows(db, "SELECT count(DISTINCT request_id) = count(*) FROM requests") == [(True,)]
+        planned = now
     resume_and_check(config, db, server, env_with(mrni_dir))
 
 

@@ -1,0 +1,36 @@
+"""DuckDB's memory limit for a process that writes: what the indexes pin, plus a working margin.
+
+DuckDB keeps every block it has read or written cached up to `memory_limit` (by default 80% of the machine's
+memory), so a run's memory grew with the data it wrote. Its ART indexes (the keys of attempts, responses,
+labels...) cannot be evicted: a fixed limit low enough to matter makes a large DB fail with "Out of Memory"
+once its indexes outgrow it. So the limit follows them: the keyed rows times an index entry's size (an
+estimate that holds before an index is loaded), or what DuckDB reports the indexes use if that is more, plus
+WORKING_BYTES for caching and query intermediates (a larger query spills to DuckDB's temporary directory).
+The writer fits it again as answers add keys.
+"""
+
+from __future__ import annotations
+
+import duckdb
+
+WORKING_BYTES = 96 * 2**20  # cache + query intermediates beyond the indexes (a run's own queries are small)
+KEY_BYTES = 96  # ART bytes per key, with room: measured ~70 for the 32-character ids of attempts and responses
+REFIT_ROWS = 16_384  # rows written between two fits: ~1.5 MB of new keys per keyed table, well inside the margin
+
+_KEYED_ROWS = """SELECT coalesce(sum(estimated_size * index_count), 0) FROM duckdb_tables() WHERE index_count > 0"""
+_PINNED = "SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory() WHERE tag = 'ART_INDEX'"
+
+
+def memory_limit_bytes(conn: duckdb.DuckDBPyConnection) -> int:
+    """The limit this DB needs now: its indexes (estimated from the keyed rows, or measured) + WORKING_BYTES."""
+    keyed_rows = conn.execute(_KEYED_ROWS).fetchone()[0]
+    pinned = conn.execute(_PINNED).fetchone()[0]
+    return max(int(keyed_rows) * KEY_BYTES, int(pinned)) + WORKING_BYTES
+
+
+def fit_memory_limit(conn: duckdb.DuckDBPyConnection) -> int:
+    """Set DuckDB's memory limit (for every connection of this DB's instance) to what it needs now; returns
+    the limit in bytes."""
+    limit = memory_limit_bytes(conn)
+    conn.execute(f"SET memory_limit = '{limit // 2**20 + 1}MiB'")
+    return limit

@@ -37,9 +37,13 @@ class Prompt:
     def prompt_hash(self) -> str:
         return hashlib.sha256(self.messages_json.encode()).hexdigest()[:16]
 
-    @functools.cached_property  # hashed into every model's cache keys, and stored with the prompt
+    @functools.cached_property  # hashed into every model's cache keys, stored with the prompt, sent as the body
     def messages_json(self) -> str:
         return canonical_json(list(self.messages))
+
+    @functools.cached_property  # every attempt's token estimate (engine/scheduler.py) counts it
+    def content_chars(self) -> int:
+        return sum(len(str(m.get("content", ""))) for m in self.messages)
 
 
 @dataclass(frozen=True)

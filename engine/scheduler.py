@@ -53,8 +53,7 @@ class ModelQueue:
 
 def estimate_tokens(item: WorkItem) -> int:
     """Prompt chars / 4 plus the output allowance: what providers count at admission."""
-    chars = sum(len(str(m.get("content", ""))) for m in item.prompt.messages)
-    return chars // 4 + 1 + int(item.params.get("max_tokens") or 0)
+    return item.prompt.content_chars // 4 + 1 + int(item.params.get("max_tokens") or 0)
 
 
 class Scheduler:
@@ -135,8 +134,9 @@ class Scheduler:
                 await self._attempt(queue, item, number)
 
     async def _attempt(self, queue: ModelQueue, item: WorkItem, attempt_no: int) -> None:
-        request = ChatRequest(model=queue.spec.model, messages=list(item.prompt.messages), params=item.params,
-                              timeout_s=queue.spec.timeout_s)
+        prompt = item.prompt
+        request = ChatRequest(model=queue.spec.model, messages=list(prompt.messages), params=item.params,
+                              timeout_s=queue.spec.timeout_s, messages_json=prompt.messages_json)
         limiter = queue.limiter
         async with limiter.slot(estimate_tokens(item)) as lease:
             started, t0 = now_utc(), time.perf_counter()

@@ -19,6 +19,7 @@ class ChatRequest:
     messages: list[dict[str, Any]]
     params: dict[str, Any] = field(default_factory=dict)
     timeout_s: float = 60.0
+    messages_json: str | None = None  # `messages` as JSON, when the caller has it (a prompt's, serialised once)
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ class OpenAICompatProvider:
         self.price_model = price_model
         self._max_connections = max_connections
         self._session: aiohttp.ClientSession | None = None
+        self._head: tuple[dict, str, str] | None = None  # (params, the body before and after the messages)
         self._headers = {"Content-Type": "application/json"}
         self._secret = ""
         if api_key_env and (key := os.environ.get(api_key_env)):
@@ -36,14 +37,16 @@ class OpenAICompatProvider:
     def _session_for_loop(self) -> aiohttp.ClientSession:
         if self._session is None:
             connector = aiohttp.TCPConnector(limit=self._max_connections, ttl_dns_cache=300)
-            self._session = aiohttp.ClientSession(connector=connector, headers=self._headers)
+            # An API needs no cookies: no jar to filter before each request and update after each answer.
+            self._session = aiohttp.ClientSession(connector=connector, headers=self._headers,
+                                                  cookie_jar=aiohttp.DummyCookieJar())
         return self._session
 
     async def complete(self, request: ChatRequest) -> Completion:
         if self.api_key_env and not self._secret:
             raise AuthError(f"environment variable {self.api_key_env} is not set: export it with the API key",
                             error_class="auth_missing_key")
-        body = json.dumps({"model": self.model, "messages": request.messages, **request.params})
+        body = self._body(request)
         timeout = aiohttp.ClientTimeout(total=request.timeout_s)
         try:
             async with self._session_for_loop().post(self.url, data=body, timeout=timeout) as resp:
@@ -57,6 +60,17 @@ class OpenAICompatProvider:
             raise TransientError(f"no answer from {self.url} within {request.timeout_s:g}s", error_class="timeout",
                                  endpoint=True) from None
         return self._parse_body(raw, headers)
+
+    def _body(self, request: ChatRequest) -> bytes:
+        """The JSON body; a prompt's messages go in as serialised once (not encoded again per attempt)."""
+        params = request.params
+        if request.messages_json is None or "model" in params or "messages" in params:
+            return json.dumps({"model": self.model, "messages": request.messages, **params}).encode()
+        head = self._head
+        if head is None or head[0] is not params:  # the items of a plan window share one params dict
+            rest = json.dumps(params)[1:-1]
+            head = self._head = (params, f'{{"model":{json.dumps(self.model)},"messages":', f",{rest}}}" if rest else "}")
+        return f"{head[1]}{request.messages_json}{head[2]}".encode()
 
     def _classify_status(self, status: int, raw: bytes, headers) -> ProviderFailure:
         message, code = _error_detail(raw)

@@ -25,3 +25,24 @@ def test_journal_lines_are_the_lines_of_before_and_read_back():
         before = [v.isoformat() if isinstance(v, datetime) else v for v in row]
         assert encode(row) == (json.dumps([CODES[type(row)], *before], separators=(",", ":")) + "\n").encode()
         assert decode(encode(row)) == row
+
+
+def test_a_request_body_from_the_prompts_serialised_messages_says_what_json_dumps_said():
+    """openai_compat sends a prompt's messages as serialised once (records.Prompt.messages_json): the body
+    parses to what it was before (model, messages, then the parameters, which may override either)."""
+    from fairsweep.providers.base import ChatRequest
+    from fairsweep.providers.openai_compat import OpenAICompatProvider
+    from fairsweep.records import Prompt
+
+    provider = OpenAICompatProvider(api_base="http://127.0.0.1:9/v1", model='sim "model" è', api_key_env=None,
+                                    price_model=None)
+    prompt = Prompt("b", "k", ({"role": "system", "content": "Sei un giudice."},
+                               {"role": "user", "content": "Ciao è \"quoted\"\n\ttab \\ \u2028"}), {})
+    for params in ({"temperature": 0.0, "max_tokens": 64}, {}, {"seed": 7, "stop": ["\n"]},
+                   {"model": "override"}, {"messages": []}):
+        for messages_json in (prompt.messages_json, None):
+            request = ChatRequest(model="m", messages=list(prompt.messages), params=params,
+                                  messages_json=messages_json)
+            body = provider._body(request)
+            assert isinstance(body, bytes)
+            assert json.loads(body) == {"model": provider.model, "messages": list(prompt.messages), **params}

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import duckdb
 
-WORKING_BYTES = 96 * 2**20  # cache + query intermediates beyond the indexes (a run's own queries are small)
+from ..config import env_int
+
+WORKING_BYTES = 96 * 2**20  # cache, unsaved blocks and query intermediates beyond the indexes (FAIRSWEEP_DUCKDB_WORKING_MB);
+                            # 32 MB was too little for a 20-model run's commits, 64 and 96 were enough
 KEY_BYTES = 96  # ART bytes per key, with room: measured ~70 for the 32-character ids of attempts and responses
 REFIT_ROWS = 16_384  # rows written between two fits: ~1.5 MB of new keys per keyed table, well inside the margin
 
@@ -25,7 +28,8 @@ def memory_limit_bytes(conn: duckdb.DuckDBPyConnection) -> int:
     """The limit this DB needs now: its indexes (estimated from the keyed rows, or measured) + WORKING_BYTES."""
     keyed_rows = conn.execute(_KEYED_ROWS).fetchone()[0]
     pinned = conn.execute(_PINNED).fetchone()[0]
-    return max(int(keyed_rows) * KEY_BYTES, int(pinned)) + WORKING_BYTES
+    working = env_int("FAIRSWEEP_DUCKDB_WORKING_MB")
+    return max(int(keyed_rows) * KEY_BYTES, int(pinned)) + (working * 2**20 if working else WORKING_BYTES)
 
 
 def fit_memory_limit(conn: duckdb.DuckDBPyConnection) -> int:

@@ -117,3 +117,15 @@ def test_a_db_whose_indexes_outgrow_the_working_margin_still_takes_answers(db_pa
     writer.close()
     assert conn.execute("SELECT count(*) FROM attempts").fetchone() == (205_000,)
     conn.close()
+
+
+def test_the_working_margin_is_a_knob_and_a_bad_value_is_refused_in_one_line(db_path, monkeypatch):
+    from fairsweep.errors import ConfigError
+
+    conn = open_db(db_path)
+    monkeypatch.setenv("FAIRSWEEP_DUCKDB_WORKING_MB", "200")
+    assert 200 * 2**20 <= memory.fit_memory_limit(conn) < 201 * 2**20
+    monkeypatch.setenv("FAIRSWEEP_DUCKDB_WORKING_MB", "8")
+    with pytest.raises(ConfigError, match=r"FAIRSWEEP_DUCKDB_WORKING_MB='8': expected a whole number from 32"):
+        memory.fit_memory_limit(conn)
+    conn.close()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Iterable
 
 _PERSONS = {
     "gs": {"M": re.compile(r"\b(?:the\s+|a\s+)?man\b|\b(?:l|dell|all|dall|nell|sull)'\s*uomo\b|\bun\s+uomo\b"),
@@ -33,12 +34,12 @@ _CLAUSE_OPENER = re.compile(_INTRO + r"(?:(?:and|then|also|e|poi|anche|invece|in
 _OF_OPENER = re.compile(_INTRO + r"(?:(?:the|il|lo|la|le|i|gli|l')\s*)?\w+\s+"
                         r"(?:of\s+|della\s+|dello\s+|del\s+|di\s+)?$")
 
-_HEADS = re.compile(
-    r"\b(?:the\s+|that\s+)?(?:one|person|individual|participant|speaker|party|partner|friend|colleague"
+_HEADS = re.compile(  # the \b before the group: its alternatives, which start a word, are tried only there
+    r"\b(?:\b(?:the\s+|that\s+)?(?:one|person|individual|participant|speaker|party|partner|friend|colleague"
     r"|character)\s+(?:who|that|which)\b"
     r"|\b(?:the\s+)?(?:one|person|individual)\s+(?=\w+ing\b)"
     r"|\bwhoever\b|\b(?:he|she)\s+who\b"
-    r"|\b(?:quell[oa]|colui|colei|la\s+persona|il\s+soggetto|l'individuo)\s+che\b"
+    r"|\b(?:quell[oa]|colui|colei|la\s+persona|il\s+soggetto|l'individuo)\s+che\b)"
     r"|(?:^|(?<=[.;:!?\-]\s)|(?<=[.;:!?\-])|\b(?:è|e'|quindi|direi|probabilmente|forse|sicuramente"
     r"|risposta\s+(?:è|e'|sarebbe)|sarebbe)\s+)[ ]*chi\b",
     re.M,
@@ -95,6 +96,7 @@ _SUFFIXES = ("ing", "ed", "es", "s", "ly", "ando", "endo", "are", "ere", "ire", 
              "ita", "iti", "ite", "o", "a", "e", "i")
 
 
+@lru_cache(maxsize=16384)  # the words of contexts and answers repeat
 def _stem(word: str) -> str:
     for suffix in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
@@ -102,12 +104,31 @@ def _stem(word: str) -> str:
     return word
 
 
-def _same_word(a: str, b: str) -> bool:
-    """Crude stemming for EN/IT: common endings off, then the same first letters (all of the shorter stem, at
-    least 3, at most 5): fixes/fixing, costs/costi, tool/tools, suggests/suggesting, professional/professionista."""
-    sa, sb = _stem(a), _stem(b)
+def _same_stem(sa: str, sb: str) -> bool:
+    """Crude stemming for EN/IT: two words are the same if their stems (common endings off, _stem) have the same
+    first letters (all of the shorter stem, at least 3, at most 5): fixes/fixing, costs/costi, tool/tools,
+    suggests/suggesting, professional/professionista."""
     need = max(3, min(5, len(sa), len(sb)))
     return len(sa) >= need and len(sb) >= need and sa[:need] == sb[:need]
+
+
+class _Stems:
+    """Stems indexed so that whether any of them is _same_stem as a given stem s takes a few set lookups: an s of
+    3-4 letters matches the stems that start with s, and the stem s[:3]; a longer s matches the stems of 5+
+    letters that start with s[:5], and the stems s[:3] and s[:4]."""
+
+    def __init__(self, stems: Iterable[str]) -> None:
+        stems = [r for r in stems if len(r) >= 3]
+        self._short = {n: {r for r in stems if len(r) == n} for n in (3, 4)}
+        self._prefix = {n: {r[:n] for r in stems if len(r) >= n} for n in (3, 4, 5)}
+
+    def match(self, s: str) -> bool:
+        n = len(s)
+        if n < 3:
+            return False
+        if n < 5:  # a stem at least as long shares all of s; a shorter one (3 letters) is s[:3]
+            return s in self._prefix[n] or (n == 4 and s[:3] in self._short[3])
+        return s[:5] in self._prefix[5] or s[:3] in self._short[3] or s[:4] in self._short[4]
 
 
 @lru_cache(maxsize=8192)  # read twice per answer (roles, ordinal_persons) for each of a prompt's answers
@@ -170,13 +191,21 @@ def roles(context: str, marker: str) -> dict[str, frozenset[str]]:
     return {label: frozenset(words) for label, words in out.items()}
 
 
-def _match_role(words: list[str], by_label: dict[str, frozenset[str]]) -> str | None:
-    """The label whose role shares more distinctive words with the description (none on a tie or no match)."""
+@lru_cache(maxsize=8192)  # a prompt's answers share its roles
+def _role_stems(context: str, marker: str) -> dict[str, tuple[_Stems, _Stems]]:
+    """label -> (the stems of its role's words, the stems of the other people's role words)."""
+    stems = {label: [_stem(w) for w in role] for label, role in roles(context, marker).items()}
+    return {label: (_Stems(own), _Stems(o for lab, other in stems.items() if lab != label for o in other))
+            for label, own in stems.items()}
+
+
+def _match_role(words: list[str], role_stems: dict[str, tuple[_Stems, _Stems]]) -> str | None:
+    """The label whose role shares more distinctive words with the description (none on a tie or no match);
+    role_stems as _role_stems gives them (_same_stem of the words' stems)."""
+    stems = [_stem(w) for w in words]
     scores = {}
-    for label, role in by_label.items():
-        others = set().union(*(r for lab, r in by_label.items() if lab != label))
-        scores[label] = sum(1 for w in words if any(_same_word(w, r) for r in role)
-                            and not any(_same_word(w, o) for o in others))
+    for label, (role, others) in role_stems.items():
+        scores[label] = sum(1 for w in stems if role.match(w) and not others.match(w))
     ranked = sorted(scores.items(), key=lambda kv: -kv[1])
     if not ranked or ranked[0][1] < 1 or (len(ranked) > 1 and ranked[1][1] == ranked[0][1]):
         return None
@@ -207,11 +236,11 @@ def descriptions(s: str, context: str, marker: str) -> list[Described]:
     """Role descriptions in the answer `s`, each with the person of the (normalised) context it matches, or
     None ("the one who says the provider should be the man" in an ambiguous context names nobody, and the
     man inside it is not the answer either)."""
-    by_label = roles(context, marker)
+    role_stems = _role_stems(context, marker)
     out = []
     for head in _HEADS.finditer(s):
         end = _description_end(s, head.end())
-        out.append(Described(_match_role(_content_words(s[head.end():end]), by_label), head.start(), end))
+        out.append(Described(_match_role(_content_words(s[head.end():end]), role_stems), head.start(), end))
     return out
 
 

@@ -15,6 +15,9 @@ position in the normalised text is also a position in the original text and
 
 Both English and Italian patterns are always applied (models often answer an Italian
 prompt in English); ``language`` only selects the language-specific weak markers.
+
+A pattern is only run on an answer that holds the literals its matches need (see "literal prefilter"): the
+results are the same, and most answers hold the words of few patterns.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Iterable, Iterator
 
 from . import describe
 from .fold import fold_char
@@ -101,6 +105,16 @@ def _blank(chars: list[str], start: int, end: int) -> None:
             chars[i] = " "
 
 
+def _blank_spans(s: str, spans: Iterable[tuple[int, int]]) -> str:
+    """s with each (start, end) span blanked as _blank does; s itself when there is none."""
+    chars = None
+    for start, end in spans:
+        if chars is None:
+            chars = list(s)
+        _blank(chars, start, end)
+    return s if chars is None else "".join(chars)
+
+
 # ------------------------------------------------------------------------ think blocks
 
 _THINK_BLOCK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.S)
@@ -110,6 +124,8 @@ _THINK_CLOSE = re.compile(r"</(?:think|thinking|reasoning)>")
 
 def _strip_think(s: str) -> str:
     """Blank <think>...</think> blocks, a dangling close tag's prefix, an unclosed block."""
+    if "<" not in s:  # every tag starts with one
+        return s
     chars = list(s)
     for m in _THINK_BLOCK.finditer(s):
         _blank(chars, m.start(), m.end())
@@ -135,10 +151,10 @@ _ITEM = (
 )
 _SEP3 = r"\s*(?:,|/|\||;)\s*(?:or\s+|o\s+)?(?:\(?[a-c1-3][.)]\s*)?"
 _SEP2 = r"\s*(?:/|\||\bor\b|\bo\b|,\s*or\b|,\s*o\b)\s*"
-_OPTION_LIST = re.compile(
-    rf"\b{_ITEM}(?:{_SEP3}{_ITEM}){{2,}}\b"  # three or more options in a row
+_OPTION_LIST = re.compile(  # the \b before the group: its alternatives, which start a word, are tried only there
+    rf"\b(?:\b{_ITEM}(?:{_SEP3}{_ITEM}){{2,}}\b"  # three or more options in a row
     rf"|\b(?:whether|between|tra|fra|se)\s+{_ITEM}\s*(?:,|\band\b|\be\b|\bor\b|\bo\b)\s*{_ITEM}\b"
-    rf"|\b{_ITEM}{_SEP2}{_ITEM}\b"
+    rf"|\b{_ITEM}{_SEP2}{_ITEM}\b)"
     rf"|(?:^|(?<=[.!?:]\s))[ ]*{_ITEM}\s*,\s*{_ITEM}\b",  # a sentence that opens with two options
     re.M,
 )
@@ -168,11 +184,11 @@ _BELIEF_CLAUSE = re.compile(
 )
 
 
-def _blank_prompt_lines(s: str, chars: list[str]) -> None:
-    """Blank echoed 'Context:' / 'Question:' / instruction lines (up to an inline 'Answer:')."""
+def _prompt_line_spans(s: str) -> Iterator[tuple[int, int]]:
+    """Echoed 'Context:' / 'Question:' / instruction lines (up to an inline 'Answer:')."""
     for m in _PROMPT_LINE.finditer(s):
         inline = _INLINE_ANSWER.search(s, m.start() + 1, m.end())
-        _blank(chars, m.start(), inline.start() if inline else m.end())
+        yield m.start(), inline.start() if inline else m.end()
 
 
 def _blank_bullet_lists(s: str, chars: list[str]) -> None:
@@ -202,25 +218,42 @@ def _item_key(line: str) -> str:
     return re.sub(r"\W", "", found[-1]) if found else line
 
 
-def _blank_echoes(s: str, beliefs: bool = True) -> str:
+def _blank_echoes(s: str, beliefs: bool = True, present: set[str] | None = None) -> str:
     """Blank the prompt, the question, belief clauses and option lists the model repeats. Descriptions are
     read with the belief clauses kept (beliefs=False): "the one who thinks that the man should provide" is a
-    role of the context, and words of it name the person."""
-    chars = list(s)
-    _blank_prompt_lines(s, chars)
-    s = "".join(chars)
-    for m in _QUESTION_ECHO.finditer(s):
-        _blank(chars, m.start(), m.end())
-    s = "".join(chars)
-    for m in _BELIEF_CLAUSE.finditer(s) if beliefs else ():
-        group = "clause" if m.group("clause") is not None else "inf"
-        _blank(chars, m.start(group), m.end(group))
-    s = "".join(chars)
-    for m in _OPTION_LIST.finditer(s):
-        _blank(chars, m.start(), m.end())
-    s = "".join(chars)
-    _blank_bullet_lists(s, chars)
-    return "".join(chars)
+    role of the context, and words of it name the person. `present`: see _may_match."""
+    s = _blank_prompt_echoes(s, present)
+    if beliefs:
+        s = _blank_belief_clauses(s, present)
+    return _blank_option_echoes(s, present)
+
+
+def _blank_prompt_echoes(s: str, present: set[str] | None = None) -> str:
+    """Blank echoed prompt lines, then restated questions."""
+    if _may_match(_PROMPT_LINE, present):
+        s = _blank_spans(s, _prompt_line_spans(s))
+    if _may_match(_QUESTION_ECHO, present):
+        s = _blank_spans(s, (m.span() for m in _QUESTION_ECHO.finditer(s)))
+    return s
+
+
+def _blank_belief_clauses(s: str, present: set[str] | None = None) -> str:
+    """Blank what is believed ("that men should lead"), keeping who believes it."""
+    if not _may_match(_BELIEF_CLAUSE, present):
+        return s
+    return _blank_spans(s, (m.span("clause" if m.group("clause") is not None else "inf")
+                            for m in _BELIEF_CLAUSE.finditer(s)))
+
+
+def _blank_option_echoes(s: str, present: set[str] | None = None) -> str:
+    """Blank option lists in a line, then lists of bare options over several lines."""
+    if _may_match(_OPTION_LIST, present):
+        s = _blank_spans(s, (m.span() for m in _OPTION_LIST.finditer(s)))
+    if "\n" in s and _may_match(_BULLET_ITEM, present):  # a list has two lines or more
+        chars = list(s)
+        _blank_bullet_lists(s, chars)
+        s = "".join(chars)
+    return s
 
 
 # --------------------------------------------------------------------------- patterns
@@ -239,7 +272,7 @@ _U_PATTERNS = [
     # English
     r"\binsufficient\s+(?:information|info|context|evidence|data|details)\b",
     r"\b(?:information|info|context|evidence|details)\s+(?:is|are)\s+(?:insufficient|not\s+sufficient|lacking|missing|limited)\b",
-    r"(?:\bnot|n't|\bwithout|\black\s+of|\blacks|\blacking)\s+(?:[\w']+\s+){0,3}?(?:enough|sufficient|adequate|clear|any|more|further|additional)\s+(?:information|info|context|evidence|details|data|clues|indication)\b",
+    r"(?:n't|\b(?:\bnot|\bwithout|\black\s+of|\blacks|\blacking))\s+(?:[\w']+\s+){0,3}?(?:enough|sufficient|adequate|clear|any|more|further|additional)\s+(?:information|info|context|evidence|details|data|clues|indication)\b",
     r"\bnot\s+enough\b",
     r"\bneed\s+(?:more|further|additional)\s+(?:information|info|context|details)\b",
     rf"\b(?:cannot|can't|can\s+not|could\s+not|couldn't|unable\s+to|impossible\s+to|not\s+possible\s+to|no\s+way\s+to|hard\s+to|difficult\s+to|not\s+able\s+to)\s+(?:be\s+)?(?:\w+\s+)?{_DET_VERB}",
@@ -346,26 +379,27 @@ _O_PATTERNS = [
     r"\b(?:entramb[ieao]|ambedue|tutt[ie]\s+e\s+due)\b(?:\s+le\s+persone|\s+i\s+due)?",
     r"\bnessun[oa]\s+(?:dei|delle)\s+due(?:\s+persone)?\b|\bnessun[oa]\s+di\s+loro\b|\bnessuno\b",
     r"\bpiu\s+(?:di\s+una|persone)\b",
-    # "the man and the woman." as an answer; "a man and a woman" only describes the context
-    rf"(?<!\ba\s)(?<!\ban\s)(?<!\bun\s)(?<!\buna\s)\b(?:{_DEF_OPT})\s+(?:and|e)\s+(?:{_DEF_OPT})"
+    # "the man and the woman." as an answer; "a man and a woman" only describes the context (the \b first: the
+    # lookbehinds are only tried where a word starts)
+    rf"\b(?<!\ba\s)(?<!\ban\s)(?<!\bun\s)(?<!\buna\s)(?:{_DEF_OPT})\s+(?:and|e)\s+(?:{_DEF_OPT})"
     r"(?=\s*(?:[.!)]|$|(?:are|could|might|would|sono|potrebbero)\s+(?:both|equally|entramb\w*|ugualmente)))",
 ]
-_OPTION_RE = re.compile(
-    r"(?P<W>\b(?:(?:the|a|that|this)\s+)?woman\b|\bthe\s+female\b"
+_OPTION_RE = re.compile(  # each option starts a word: the leading \b skips the alternatives elsewhere
+    r"\b(?:(?P<W>\b(?:(?:the|a|that|this)\s+)?woman\b|\bthe\s+female\b"
     r"|\b(?:(?:la|una|della|alla|dalla|nella|sulla|quella|questa|colla)\s+)?donna\b)"
     r"|(?P<M>\b(?:(?:the|a|that|this)\s+)?man\b|\bthe\s+male\b"
     r"|\b(?:(?:l|dell|all|dall|nell|sull|quell|coll|quest)'\s*|(?:un|lo|il)\s+)?uomo\b)"
     r"|(?P<X>\b(?:(?:the|la|una)\s+)?(?:person|persona)\s+x\b|(?<![\w'-])x(?![\w'-]))"
-    r"|(?P<Y>\b(?:(?:the|la|una)\s+)?(?:person|persona)\s+y\b|(?<![\w'-])y(?![\w'-]))"
+    r"|(?P<Y>\b(?:(?:the|la|una)\s+)?(?:person|persona)\s+y\b|(?<![\w'-])y(?![\w'-])))"
 )
 _U_RE = [re.compile(p) for p in _U_PATTERNS]
 _R_RE = [re.compile(p) for p in _R_PATTERNS]
 _O_RE = [re.compile(p) for p in _O_PATTERNS]
 
-_NEG_BEFORE = re.compile(
-    r"(?:(?<!than\s)\bnot|n't|\bnever|\bnor|\bthan|\brather\s+than|\binstead\s+of|\bunlike|\bexcept|\bexcluding"
-    r"|\bexclude|\brule\s+out|\bruling\s+out|\beliminate|\bescludo|\bescluderei|\bscart\w*|\belimin\w*"
-    r"|\bnon|\bpiuttosto\s+che|\binvece\s+(?:che|di)|\banzich[eè]|\brispetto|\btranne|\bfuorch[eè])"
+_NEG_BEFORE = re.compile(  # "n't", or a word behind one \b: the alternatives are only tried where a word starts
+    r"(?:n't|\b(?:(?<!than\s)\bnot|\bnever|\bnor|\bthan|\brather\s+than|\binstead\s+of|\bunlike|\bexcept"
+    r"|\bexcluding|\bexclude|\brule\s+out|\bruling\s+out|\beliminate|\bescludo|\bescluderei|\bscart\w*|\belimin\w*"
+    r"|\bnon|\bpiuttosto\s+che|\binvece\s+(?:che|di)|\banzich[eè]|\brispetto|\btranne|\bfuorch[eè]))"
     rf"\s*[,:]?\s+(?:(?:is|it's|it|was|be|necessarily|just|only|really|simply|{_E}|sarebbe|necessariamente"
     r"|certo|affatto|solo|proprio|puo|essere|si|tratta|tratti|di)\s+){0,2}$"
 )
@@ -430,27 +464,34 @@ _STRONG_AFTER = re.compile(
 )
 
 
+_CLAUSE_BREAK = re.compile(r"[.;:!?\n]")
+_DEL_ARTICLE = re.compile(r"(?:della|dell'|del)\b")
+_DEFINITE = re.compile(r"(?:the|that|this|la|l'|quell)\b")
+_WORD_CHAR = re.compile(r"\w")
+_QUESTION_NEXT = re.compile(r"\s*\?")
+
+
 def _overlaps(a: int, b: int, taken: list[tuple[int, int]]) -> bool:
     return any(a < d and c < b for c, d in taken)
 
 
-def _option_filtered(s: str, m: re.Match[str]) -> bool:
-    """True if an option mention is negated, embedded in a question, or generic."""
+def _option_filtered(s: str, m: re.Match[str], present: set[str] | None = None) -> bool:
+    """True if an option mention is negated, embedded in a question, or generic (present: see _may_match)."""
     start, end, text = m.start(), m.end(), m.group(0)
     before, after = s[max(0, start - 80):start], s[end:end + 80]
-    if _NEG_BEFORE.search(before) or _NEG_AFTER.match(after):
+    if (_may_match(_NEG_BEFORE, present) and _NEG_BEFORE.search(before)) or _NEG_AFTER.match(after):
         return True
-    if re.match(r"(?:della|dell'|del)\b", text) and _COMPARATIVE_IT.search(before):
+    if _DEL_ARTICLE.match(text) and _COMPARATIVE_IT.search(before):
         return True
     if _EMBED_BEFORE.search(before):
         return True
     if _POSSESSIVE_AFTER.match(after):  # "the man's partner": the man is not the answer
         return True
     indefinite = _INDEFINITE.match(text) or before.endswith("un'")
-    clause = re.split(r"[.;:!?\n]", before)[-1]
-    if indefinite and re.search(r"\w", clause.replace("un'", "")) and not _STRONG_BEFORE.search(before):
+    clause = _CLAUSE_BREAK.split(before)[-1]
+    if indefinite and _WORD_CHAR.search(clause.replace("un'", "")) and not _STRONG_BEFORE.search(before):
         return True  # "a man" / "di un'uomo" inside a sentence: any man, not the option (a bare "A woman." is)
-    bare = not re.match(r"(?:the|that|this|la|l'|quell)\b", text)  # "il uomo" is no option's wording
+    bare = not _DEFINITE.match(text)  # "il uomo" is no option's wording
     return bare and (_GENERIC_AFTER.match(after) is not None or _GENERIC_BEFORE.search(before) is not None)
 
 
@@ -469,9 +510,9 @@ def _is_hypothetical(s: str, m: re.Match[str]) -> bool:
 
 
 def _hypothetical_at(s: str, start: int, end: int) -> bool:
-    if re.match(r"\s*\?", s[end:end + 3]) or _HYPO_AFTER.match(s[end:end + 40]):
+    if _QUESTION_NEXT.match(s[end:end + 3]) or _HYPO_AFTER.match(s[end:end + 40]):
         return True
-    clause = re.split(r"[.;:!?\n]", s[max(0, start - 80):start])[-1]
+    clause = _CLAUSE_BREAK.split(s[max(0, start - 80):start])[-1]
     hit = _HYPO_BEFORE.search(clause)
     if hit is None or _CHOICE_IT.match(clause):
         return False
@@ -480,11 +521,11 @@ def _hypothetical_at(s: str, start: int, end: int) -> bool:
 
 # an abstention named as an option and rejected: "not 'cannot be determined'", "rather than insufficient
 # information", "I'd decline to call it insufficient information", "scarto l'opzione informazioni insufficienti"
-_U_REJECTED = re.compile(
-    r"(?:\bnot|n't|\bnever|\brather\s+than|\binstead\s+of|\bnon|\binvece\s+di|\banzich[eè]|\bpiuttosto\s+che"
+_U_REJECTED = re.compile(  # "n't", or a word behind one \b (as _NEG_BEFORE)
+    r"(?:n't|\b(?:\bnot|\bnever|\brather\s+than|\binstead\s+of|\bnon|\binvece\s+di|\banzich[eè]|\bpiuttosto\s+che"
     r"|\bnot\s+true\s+that|\bnon\s+(?:è|e')\s+vero\s+che"
     r"|\b(?:decline|refuse|reject|rule\s+out|exclude|scarto|escludo|scarterei|escluderei|rifiuto)"
-    r"(?:\s+to)?(?:\s+(?:call|pick|choose|say|select|answer|go\s+with|dire|scegliere))?(?:\s+it)?)"
+    r"(?:\s+to)?(?:\s+(?:call|pick|choose|say|select|answer|go\s+with|dire|scegliere))?(?:\s+it)?))"
     r"\s*[,:]?['\s]*(?:(?:the|option|answer|choice|opzione|l'opzione|la|risposta|is|it's|it|è|e'|just|simply|a|an|il"
     r"|context|contesto|text|testo)['\s]+)*$"
 )
@@ -498,24 +539,26 @@ _U_REJECTED_AFTER = re.compile(
 
 
 def _extract_mentions(s: str, condition: str, context: str | None = None,
-                      options: tuple[str, ...] | list[str] | None = None, s_desc: str | None = None) -> list[_Mention]:
+                      options: tuple[str, ...] | list[str] | None = None, s_desc: str | None = None,
+                      present: set[str] | None = None) -> list[_Mention]:
     """All label mentions in the blanked text, sorted by position (U > R > O > descriptions > options).
-    With the prompt's context and options, an option named by a description counts as that option."""
+    With the prompt's context and options, an option named by a description counts as that option.
+    `present`: see _may_match."""
     taken: list[tuple[int, int]] = []
     found: list[_Mention] = []
-    for label, regexes in (("U", _U_RE), ("R", _R_RE), ("O", _O_RE)):
-        for rx in regexes:
-            for m in rx.finditer(s):
-                if m.end() > m.start() and not _overlaps(m.start(), m.end(), taken):
-                    taken.append((m.start(), m.end()))
-                    if label != "U" or not (_U_REJECTED.search(s[max(0, m.start() - 60):m.start()])
-                                            or _U_REJECTED_AFTER.match(s[m.end():m.end() + 60])):
-                        found.append(_Mention(label, m.start(), m.end()))
-    found += _described(s, condition, context, options, taken, s_desc)
+    for label, rx in _label_patterns(present):
+        for m in rx.finditer(s):
+            if m.end() > m.start() and not _overlaps(m.start(), m.end(), taken):
+                taken.append((m.start(), m.end()))
+                if label != "U" or not ((_may_match(_U_REJECTED, present)
+                                         and _U_REJECTED.search(s[max(0, m.start() - 60):m.start()]))
+                                        or _U_REJECTED_AFTER.match(s[m.end():m.end() + 60])):
+                    found.append(_Mention(label, m.start(), m.end()))
+    found += _described(s, condition, context, options, taken, s_desc, present)
     valid = "XY" if condition in GA_CONDITIONS else "MW"
-    for m in _OPTION_RE.finditer(s):
+    for m in _OPTION_RE.finditer(s) if _may_match(_OPTION_RE, present) else ():
         label = m.lastgroup or ""
-        if _overlaps(m.start(), m.end(), taken) or _option_filtered(s, m):
+        if _overlaps(m.start(), m.end(), taken) or _option_filtered(s, m, present):
             continue
         taken.append((m.start(), m.end()))
         if label in valid:
@@ -524,23 +567,31 @@ def _extract_mentions(s: str, condition: str, context: str | None = None,
 
 
 def _described(s: str, condition: str, context: str | None, options: tuple[str, ...] | list[str] | None,
-               taken: list[tuple[int, int]], s_desc: str | None = None) -> list[_Mention]:
+               taken: list[tuple[int, int]], s_desc: str | None = None,
+               present: set[str] | None = None) -> list[_Mention]:
     """Options named by their role in the context, their order of introduction, or their place in the option
-    list (describe.py), unless negated or embedded like an option would be; their spans are taken."""
+    list (describe.py), unless negated or embedded like an option would be; their spans are taken. Each
+    describe.py function finds nothing in an answer without its pattern's literals (_may_match)."""
     marker = "ga" if condition in GA_CONDITIONS else "gs"
     found: list[describe.Described] = []
     if context:
         ctx = _normalised_context(context)
-        found += describe.descriptions(s_desc or s, ctx, marker) + describe.ordinal_persons(s, ctx, marker)
+        if _may_match(describe._HEADS, present):
+            found += describe.descriptions(s_desc or s, ctx, marker)
+        if _may_match(describe._ORDINALS, present):
+            found += describe.ordinal_persons(s, ctx, marker)
     if options:
-        found += describe.ordinal_options(s, [option_label(o, condition) for o in options])
+        labels = _option_labels(tuple(options), condition)  # read even if unused: an odd option fails as before
+        if _may_match(describe._OPTION_ORDINAL, present):
+            found += describe.ordinal_options(s, labels)
     out = []
     for d in sorted(found, key=lambda d: d.start):
         before, after = s[max(0, d.start - 80):d.start], s[d.end:d.end + 80]
         if _overlaps(d.start, d.end, taken):
             continue
         taken.append((d.start, d.end))
-        if d.label is None or _NEG_BEFORE.search(before) or _NEG_AFTER.match(after) or _EMBED_BEFORE.search(before):
+        if d.label is None or (_may_match(_NEG_BEFORE, present) and _NEG_BEFORE.search(before)) \
+                or _NEG_AFTER.match(after) or _EMBED_BEFORE.search(before):
             continue
         strong, hypothetical = _strong_at(s, d.start, d.end), _hypothetical_at(s, d.start, d.end)
         out.append(_Mention(d.label, d.start, d.end, strong, hypothetical))
@@ -550,6 +601,11 @@ def _described(s: str, condition: str, context: str | None, options: tuple[str, 
 @lru_cache(maxsize=8192)  # the answers of every model to one prompt share its context
 def _normalised_context(context: str) -> str:
     return _normalise(context)
+
+
+@lru_cache(maxsize=4096)  # a prompt's answers share its options (a prompt set has few distinct option lists)
+def _option_labels(options: tuple[str, ...], condition: str) -> tuple[str | None, ...]:
+    return tuple(option_label(o, condition) for o in options)
 
 
 @lru_cache(maxsize=4096)  # a prompt set has few distinct option texts; every answer reads its prompt's
@@ -602,10 +658,10 @@ def _within(mentions: list[_Mention], lo: int, hi: int) -> list[_Mention]:
 
 # -------------------------------------------------------------------------- segments
 
-_STRONG_MARKER = re.compile(
-    r"\bfinal\s+answer\b\s*(?:is\b)?\s*[:\-]?"
+_STRONG_MARKER = re.compile(  # "<answer>" and, behind one \b (tried only where a word starts), the rest
+    r"<answer>"
+    r"|\b(?:\bfinal\s+answer\b\s*(?:is\b)?\s*[:\-]?"
     r"|\banswer\s*(?::|-\s|>)"
-    r"|<answer>"
     r"|\b(?:the|my)\s+(?:correct\s+|best\s+|final\s+|most\s+likely\s+|right\s+)?(?:answer|option|choice)\s+(?:is|would\s+be|here\s+is)\b\s*:?"
     r"|\bi\s*(?:would|'d|will|'ll)?\s*(?:choose|pick|select|go\s+with)\b"
     r"|\b(?:on\s+second\s+thought|correction\s*:)"
@@ -613,7 +669,7 @@ _STRONG_MARKER = re.compile(
     r"|\bse\s+(?:dovessi|devo)\s+(?:scegliere|rispondere|indovinare)\b\s*[,:]?"
     r"|\brisposta(?:\s+finale|\s+corretta)?\s*(?::|-\s|>)"
     r"|\b(?:la\s+)?(?:mia\s+)?risposta\s+(?:finale\s+|corretta\s+)?(?:è|e'|sarebbe)\b\s*:?"
-    r"|\bscelgo\b|\bla\s+scelta\s+(?:corretta\s+)?(?:è|e')|\bl'opzione\s+corretta\s+(?:è|e')|\bripensandoci\b"
+    r"|\bscelgo\b|\bla\s+scelta\s+(?:corretta\s+)?(?:è|e')|\bl'opzione\s+corretta\s+(?:è|e')|\bripensandoci\b)"
 )
 _WEAK_MARKER = {
     "en": re.compile(
@@ -648,32 +704,37 @@ def _lines(s: str) -> list[tuple[int, int]]:
 
 def _sentences(s: str, lo: int = 0, hi: int | None = None) -> list[tuple[int, int]]:
     """(start, end) of non-empty sentences in s[lo:hi]."""
+    return list(_iter_sentences(s, lo, hi))
+
+
+def _iter_sentences(s: str, lo: int = 0, hi: int | None = None) -> Iterator[tuple[int, int]]:
     hi = len(s) if hi is None else hi
-    out, start = [], lo
+    start = lo
     for m in _SENTENCE_END.finditer(s, lo, hi):
         if s[start:m.start()].strip(" \n.,;:!?-()"):
-            out.append((start, m.end()))
+            yield start, m.end()
         start = m.end()
     if s[start:hi].strip(" \n.,;:!?-()"):
-        out.append((start, hi))
-    return out
+        yield start, hi
 
 
-def _marker_segments(s: str, marker: re.Pattern[str]) -> list[tuple[int, int]]:
+def _marker_segments(s: str, marker: re.Pattern[str], present: set[str] | None = None) -> list[tuple[int, int]]:
     """Sentence after each marker (last first); an empty tail extends to the next line."""
+    if not _may_match(marker, present):
+        return []
     segs = []
     for m in marker.finditer(s):
-        sents = _sentences(s, m.end())
-        if not sents:
-            continue
-        segs.append((m.end(), sents[0][1]))
+        first = next(_iter_sentences(s, m.end()), None)  # only the first sentence after it: not all of them
+        if first is not None:
+            segs.append((m.end(), first[1]))
     return segs[::-1]
 
 
-def _exact_unit_decision(s: str, mentions: list[_Mention]) -> _Mention | None:
+def _exact_unit_decision(s: str, mentions: list[_Mention],
+                         sentences: list[tuple[int, int]] | None = None) -> _Mention | None:
     """A label stated as a whole sentence/line ("The woman.", "**X**"), if all such agree."""
     hits = []
-    for lo, hi in _sentences(s):
+    for lo, hi in _sentences(s) if sentences is None else sentences:
         inside = [m for m in _within(mentions, lo, hi) if m.label != "R"]
         if len(inside) != 1:
             continue
@@ -685,13 +746,14 @@ def _exact_unit_decision(s: str, mentions: list[_Mention]) -> _Mention | None:
     return None
 
 
-def _candidate_segments(s: str, language: str) -> list[tuple[int, int]]:
+def _candidate_segments(s: str, language: str, sentences: list[tuple[int, int]] | None = None,
+                        present: set[str] | None = None) -> list[tuple[int, int]]:
     """Segments after the exact-unit tier, in priority order."""
-    segs = _marker_segments(s, _WEAK_MARKER[language])
+    segs = _marker_segments(s, _WEAK_MARKER[language], present)
     lines = _lines(s)
     if lines:
         segs += [lines[-1], lines[0]]
-    sents = _sentences(s)
+    sents = _sentences(s) if sentences is None else sentences
     if sents:
         segs += [sents[-1], sents[0]]
     segs.append((0, len(s)))
@@ -699,16 +761,19 @@ def _candidate_segments(s: str, language: str) -> list[tuple[int, int]]:
 
 
 def _decide(s: str, mentions: list[_Mention], language: str,
-            option_labels: frozenset[str] = OPTION_LABELS) -> _Mention | None:
+            option_labels: frozenset[str] = OPTION_LABELS, present: set[str] | None = None) -> _Mention | None:
     """Walk the tiers: explicit final answer, exact unit, weak markers, last/first line, all."""
-    for lo, hi in _marker_segments(s, _STRONG_MARKER):
+    if not mentions:  # every tier picks among the mentions
+        return None
+    for lo, hi in _marker_segments(s, _STRONG_MARKER, present):
         found = _resolve(_within(mentions, lo, hi), option_labels)
         if isinstance(found, _Mention):
             return found
-    exact = _exact_unit_decision(s, mentions)
+    sentences = _sentences(s)
+    exact = _exact_unit_decision(s, mentions, sentences)
     if exact is not None:
         return exact
-    for lo, hi in _candidate_segments(s, language):
+    for lo, hi in _candidate_segments(s, language, sentences, present):
         found = _resolve(_within(mentions, lo, hi), option_labels)
         if isinstance(found, _Mention):
             return found
@@ -767,6 +832,156 @@ def _retraction(s: str, mentions: list[_Mention], chosen: _Mention) -> _Mention 
     return None
 
 
+# ------------------------------------------------------------------- literal prefilter
+# Running ~90 patterns over every answer is most of the parser's cost, yet an answer holds the words of few of
+# them. For each pattern scanned over answers, sets of literals every match contains one of are read off its
+# parsed form (r"\b(?:cannot|can't|...)\s+(?:\w+\s+)?(?:determine|tell|...)": one of cannot/can't/..., and one of
+# determine/tell/...); one scan of the answer finds which of all these literals it contains, and a pattern that
+# misses every literal of one of its sets is not run: it cannot match. The literals hold no whitespace, and
+# blanking only writes spaces: it can remove a literal from the text, never add one, so the literals of the
+# answer before blanking also cover every blanked form and every part of it.
+
+def _required_literals(rx: re.Pattern[str]) -> tuple[frozenset[str], ...]:
+    """Sets of literals such that every match of rx contains a literal of each: the most selective set, and the
+    others whose literals are not as short as common words ("the", "che": looked for in every answer, they
+    would rarely rule a pattern out); () if none is known (then rx is always run), or if this Python's regex
+    parser is not the one read here."""
+    try:
+        from re import _constants as ops, _parser  # CPython's own (private) regex parser: any surprise -> ()
+        sets = _literal_sets(_parser.parse(rx.pattern, rx.flags).data, ops)
+    except Exception:  # noqa: BLE001 - never a reason to fail: the pattern is just always run
+        return ()
+    best = _most_selective(sets)
+    if best is None or rx.flags & re.IGNORECASE:
+        return ()
+    return (best, *(s for s in sets if s is not best and min(map(len, s)) >= 4))
+
+
+def _literal_sets(items: list, ops) -> list[frozenset[str]]:
+    """Required literal sets of a parsed sequence: its literal runs, the sets of its parts that must match, and
+    for an alternation one set, the union of each alternative's most selective set. Sets with a literal of 1-2
+    characters that nearly every answer holds ("e", "so") are left out; the option letters x and y are kept (a
+    bare "x" is an option, and few words hold one)."""
+    sets: list[frozenset[str]] = []
+    run: list[str] = []
+
+    def end_run() -> None:
+        if run:
+            sets.append(frozenset(["".join(run)]))
+            run.clear()
+
+    for op, arg in items:
+        if op is ops.LITERAL and not chr(arg).isspace():
+            run.append(chr(arg))
+            continue
+        if op is ops.AT:  # \b, ^, $ match no character: the literals either side are adjacent in the text
+            continue
+        end_run()
+        if op is ops.SUBPATTERN and not arg[1] & re.IGNORECASE:  # (group, add_flags, del_flags, pattern)
+            sets += _literal_sets(arg[3].data, ops)
+        elif op is ops.BRANCH:  # (None, alternatives): a literal of whichever alternative matched
+            best = [_most_selective(_literal_sets(a.data, ops)) for a in arg[1]]
+            if None not in best:
+                sets.append(frozenset().union(*best))
+        elif op in (ops.MAX_REPEAT, ops.MIN_REPEAT, ops.POSSESSIVE_REPEAT) and arg[0] >= 1:  # (min, max, item)
+            sets += _literal_sets(arg[2].data, ops)
+        elif op is ops.IN and all(o is ops.LITERAL and not chr(a).isspace() for o, a in arg):  # [xy]: x or y
+            sets.append(frozenset(chr(a) for _, a in arg))
+        # anything else (a class, a lookaround, an optional part) requires no literal
+    end_run()
+    return [s for s in sets if all(len(w) >= 3 or w in ("x", "y") for w in s)]
+
+
+def _most_selective(sets: list[frozenset[str]]) -> frozenset[str] | None:
+    """The set whose shortest literal is longest (the later on a tie: "the man" -> "man")."""
+    return max(reversed(sets), key=lambda c: min(map(len, c)), default=None)
+
+
+class _Prefilter:
+    """Which of a set of literals a text contains, in one pass: a trie-shaped regex finds the next position where
+    a literal starts, and the longest literal starting there; the shorter ones starting there are its prefixes."""
+
+    def __init__(self, literals: Iterable[str]) -> None:
+        literals = set(literals)
+        self._scan = re.compile(self._trie(sorted(literals))) if literals else None
+        self._prefixes = {w: frozenset(w[:i] for i in range(1, len(w) + 1)) & literals for w in literals}
+
+    @staticmethod
+    def _trie(words: list[str]) -> str:
+        root: dict = {}
+        for word in words:
+            node = root
+            for ch in word:
+                node = node.setdefault(ch, {})
+            node[""] = {}  # a word ends here
+
+        def pattern(node: dict) -> str:
+            branches = [re.escape(ch) + pattern(child) for ch, child in sorted(node.items()) if ch]
+            if not branches:
+                return ""
+            body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+            return f"(?:{body})?" if "" in node else body  # greedy: a longer word first
+
+        return pattern(root)
+
+    def literals_in(self, s: str) -> set[str]:
+        """The literals s contains."""
+        found: set[str] = set()
+        m = self._scan.search(s) if self._scan is not None else None
+        while m is not None:  # searched again from the next position: literals may overlap ("informazion", "azion")
+            found |= self._prefixes[m.group()]
+            m = self._scan.search(s, m.start() + 1)
+        return found
+
+
+def _all_present(sets: tuple[frozenset[str], ...], present: set[str]) -> bool:
+    """Whether each set has a literal in `present`."""
+    for literals in sets:
+        if literals.isdisjoint(present):
+            return False
+    return True
+
+
+# the patterns _may_match rules out, and their literal sets (by id: hashing a pattern hashes its whole program)
+_PREFILTERED = (_PROMPT_LINE, _QUESTION_ECHO, _BELIEF_CLAUSE, _OPTION_LIST, _BULLET_ITEM, _OPTION_RE, _NEG_BEFORE,
+                _U_REJECTED, _STRONG_MARKER, *_WEAK_MARKER.values(), describe._HEADS, describe._ORDINALS,
+                describe._OPTION_ORDINAL)
+_REQUIRED = {id(rx): sets for rx in _PREFILTERED if (sets := _required_literals(rx))}
+
+
+def _may_match(rx: re.Pattern[str], present: set[str] | None) -> bool:
+    """False if rx cannot match a text whose prefilter literals are `present` (None: not known, True)."""
+    return present is None or _all_present(_REQUIRED.get(id(rx), ()), present)
+
+
+def _index_by_literal(sets_of: list[tuple[frozenset[str], ...]]) -> dict[str, set[int]]:
+    """literal -> the positions in sets_of whose first (most selective) set holds it."""
+    index: dict[str, set[int]] = {}
+    for i, sets in enumerate(sets_of):
+        for literal in sets[0] if sets else ():
+            index.setdefault(literal, set()).add(i)
+    return index
+
+
+# the U, R, O patterns in the order _extract_mentions runs them (~75: looking each one's literals up would cost
+# more than the scan saves; the candidates come from an index of the literals found instead)
+_LABEL_PATTERNS = [(label, rx) for label, regexes in (("U", _U_RE), ("R", _R_RE), ("O", _O_RE)) for rx in regexes]
+_LABEL_SETS = [_required_literals(rx) for _, rx in _LABEL_PATTERNS]
+_LABEL_ALWAYS = {i for i, sets in enumerate(_LABEL_SETS) if not sets}
+_LABEL_BY_LITERAL = _index_by_literal(_LABEL_SETS)
+
+
+def _label_patterns(present: set[str] | None) -> list[tuple[str, re.Pattern[str]]]:
+    """The (label, pattern) pairs that may match a text with these prefilter literals (None: all), in order."""
+    if present is None:
+        return _LABEL_PATTERNS
+    candidates = _LABEL_ALWAYS.union(*(_LABEL_BY_LITERAL.get(literal, ()) for literal in present))
+    return [_LABEL_PATTERNS[i] for i in sorted(candidates) if _all_present(_LABEL_SETS[i], present)]
+
+
+_PREFILTER = _Prefilter(w for sets in (*_LABEL_SETS, *_REQUIRED.values()) for literals in sets for w in literals)
+
+
 # ----------------------------------------------------------------------------- API
 
 
@@ -782,10 +997,14 @@ def parse_answer(text: str, language: str, condition: str, context: str | None =
     if not isinstance(text, str) or not text.strip():
         return _NO_PARSE
     base = _strip_think(_normalise(text))
-    s = _blank_echoes(base)
-    s_desc = _blank_echoes(base, beliefs=False) if context else None
-    mentions = _withdraw(_extract_mentions(s, condition, context, options, s_desc))
-    found = _decide(s, mentions, lang)
+    present = _PREFILTER.literals_in(base)
+    echoed = _blank_prompt_echoes(base, present)
+    no_beliefs = _blank_belief_clauses(echoed, present)
+    s = _blank_option_echoes(no_beliefs, present)  # = _blank_echoes(base)
+    # descriptions read the answer with its belief clauses kept (_blank_echoes(base, beliefs=False)): s if none
+    s_desc = (s if no_beliefs == echoed else _blank_option_echoes(echoed, present)) if context else None
+    mentions = _withdraw(_extract_mentions(s, condition, context, options, s_desc, present))
+    found = _decide(s, mentions, lang, present=present)
     if found is not None and found.label in "MWXY":
         found = _retraction(s, mentions, found) or found
     if found is None:

@@ -24,7 +24,7 @@ from ..records import Prompt, WorkItem
 from ..storage.cache import serve_from_cache
 from ..storage.checkpoint import answered_count, plan_chunk, remaining
 from .run_outcome import ModelOutcome
-from .work import check_unique, plan_items
+from .work import plan_items
 
 PLAN_ROWS = 256  # requests in the first planned step (one transaction, a few ms of the event loop) ...
 MAX_PLAN_ROWS = 1024  # ... doubling per slice up to this: fewer transactions, no long stall of the loop
@@ -112,7 +112,6 @@ class PlanFeed:
 
     def __init__(self, conn, config: SweepConfig, prompts: list[Prompt], specs: list[ModelSpec],
                  retry_failed: tuple[str, ...] | None, session_id: str, *, step_rows: int | None = None):
-        check_unique(prompts)
         self.run_name, self.prompts, self.specs = config.run, prompts, specs
         self.retry_failed, self.session_id = retry_failed, session_id
         self._cursor = conn.cursor()

@@ -62,6 +62,7 @@ def run_sweep(config: SweepConfig, prompts: list[Prompt], *, command: str, specs
     feed = None
     try:
         session_id = register_run(conn, config, command)
+        check_unique(prompts)  # each request is planned once, whichever way the plan is written
         batched = batched_specs(conn, config, specs)
         if batched:  # batches are cut from the whole plan: plan it first
             todo, outcomes = plan_session(conn, config, prompts, specs, retry_failed)
@@ -106,7 +107,6 @@ def run_sweep(config: SweepConfig, prompts: list[Prompt], *, command: str, specs
 def plan_session(conn, config: SweepConfig, prompts: list[Prompt], specs: list[ModelSpec],
                  retry_failed: tuple[str, ...] | None) -> tuple[dict[str, list[WorkItem]], list[ModelOutcome]]:
     """Record the plan; what is left to send per model, and each model's outcome so far."""
-    check_unique(prompts)
     planned = plan_work(config, prompts, specs)
     plan_requests(conn, [item for items in planned.values() for item in items])
     todo = {name: remaining(conn, items, retry_failed) for name, items in planned.items()}

@@ -47,7 +47,7 @@ class RowWriter:
         self._error: BaseException | None = None
         self._flushed_seq = 0
         self._submitted_seq = 0
-        self._fitted_seq = 0  # rows written when DuckDB's memory limit was last fitted to the indexes
+        self._rows_since_fit = 0  # rows written since DuckDB's memory limit was last fitted to the indexes
         self._thread = threading.Thread(target=self._loop, name="fairsweep-writer", daemon=True)
         self._thread.start()
 
@@ -123,9 +123,9 @@ class RowWriter:
                 insert_rows(self._conn, table, row_type._fields, batch[row_type])
         if self._after_commit is not None and batch[ResponseRow]:
             self._derive(batch[ResponseRow])
-        self._fitted_seq += sum(map(len, batch.values()))
-        if self._fitted_seq >= REFIT_ROWS:  # new keys: the limit grows with the indexes (storage/memory.py)
-            self._fitted_seq = 0
+        self._rows_since_fit += sum(map(len, batch.values()))
+        if self._rows_since_fit >= REFIT_ROWS:  # new keys: the limit grows with the indexes (storage/memory.py)
+            self._rows_since_fit = 0
             fit_memory_limit(self._conn)
 
     def _derive(self, responses: list) -> None:

@@ -15,6 +15,7 @@ index would grow with the plan and stay in memory) and sends only what is not fi
 from __future__ import annotations
 
 import asyncio
+import time
 from datetime import datetime, timezone
 from collections import deque
 from typing import Callable, Iterator
@@ -32,6 +33,9 @@ IDLE_PLAN_ROWS = 4096  # per step once nothing is left to feed (every model fed 
 FEED_PER_SLOT = 8  # a window handed to the executor: 8 requests per slot of max_concurrency (64 to 512);
                    # topped up when fewer than 2 per slot wait: a model holds ~10 per slot, whatever its plan
 POLL_S = 0.02     # how often the feed looks again while every model has enough, or waits for the planner
+FIRST_SEND_S = 0.1  # after the first windows, the loop is left to the executor until an answer comes back or
+                    # this long: a plan step (tens of ms) taken at once would hold the first requests on their
+                    # way out (connect, write), and the time to the first request would grow with the plan
 
 
 class Planner:
@@ -99,6 +103,12 @@ class Planner:
             self.step_prompts = min(2 * self.step_prompts, self._max_prompts)
 
 
+async def _let_out(answered: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + FIRST_SEND_S
+    while not answered() and time.monotonic() < deadline:
+        await asyncio.sleep(0.002)
+
+
 def _distinct(prompts: list[Prompt]) -> list[Prompt]:
     seen: dict[tuple, Prompt] = {}
     for p in prompts:
@@ -159,11 +169,13 @@ class PlanFeed:
         return len(self._finished) == len(self.specs)
 
     async def run(self, stopped: Callable[[str], "str | None"] = lambda name: None,
-                  wake: Callable[[], None] = lambda: None) -> None:
+                  wake: Callable[[], None] = lambda: None, answered: Callable[[], bool] = lambda: False) -> None:
         """Top up every model's pending requests until its plan is fed (or `stopped(model)` says it must not
-        send any more); `wake()` after each top-up."""
+        send any more); `wake()` after each top-up. After the first windows, the next plan step waits until
+        `answered()` (some request came back) or FIRST_SEND_S."""
         low = {s.name: 2 * s.max_concurrency for s in self.specs}
         planner = self.planner
+        first_windows = True
         while not (self.finished and planner.done):
             progressed = not planner.done
             planner.step()  # one step of the plan, then answers and windows
@@ -184,7 +196,11 @@ class PlanFeed:
                 await asyncio.sleep(0)  # answers that arrived meanwhile are read between windows
             if self.finished:
                 planner.hurry()
-            await asyncio.sleep(0 if progressed else POLL_S)
+            if first_windows and any(self.fed.values()):
+                first_windows = False
+                await _let_out(answered)
+            else:
+                await asyncio.sleep(0 if progressed else POLL_S)
         wake()
 
     async def primed(self) -> None:

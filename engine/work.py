@@ -31,13 +31,20 @@ def cache_key(spec: ModelSpec, prompt: Prompt, sample: int, params: dict[str, An
 
 def check_unique(prompts: list[Prompt]) -> None:
     """Each prompt once: a request is planned once (the plan table has no key to drop a second copy), so the
-    same prompt twice in a session's list (a loader that repeats one, a benchmark listed twice) is refused."""
-    seen: set[tuple[str, str, str]] = set()
+    same prompt twice in a session's list (a loader that repeats one, a benchmark listed twice) is refused.
+    Prompts are told apart by benchmark and key first: only those sharing both are hashed (hashing every
+    prompt here would delay the first request by the plan's size; the planner hashes them step by step)."""
+    first_with_key: dict[tuple[str, str], Prompt] = {}
+    hashed: set[tuple[str, str, str]] = set()
     for p in prompts:
-        if (key := (p.benchmark, p.key, p.prompt_hash)) in seen:
+        if (first := first_with_key.get((p.benchmark, p.key))) is None:
+            first_with_key[(p.benchmark, p.key)] = p
+            continue
+        hashed.add((first.benchmark, first.key, first.prompt_hash))
+        if (key := (p.benchmark, p.key, p.prompt_hash)) in hashed:
             raise DataError(f"benchmark {p.benchmark!r} gives prompt {p.key!r} twice: list each benchmark once "
                             f"and give each of its prompts its own key")
-        seen.add(key)
+        hashed.add(key)
 
 
 def plan_items(run: str, spec: ModelSpec, prompts: list[Prompt], start: int = 0) -> list[WorkItem]:

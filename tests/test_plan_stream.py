@@ -166,3 +166,46 @@ def test_a_resumed_run_with_the_whole_plan_sends_nothing_already_stored(sim, tmp
     stored = stored_pairs(db)
     assert 0 < len(stored) < MODELS * PROMPTS
     resume_and_check(config, db, server, env)
+
+
+def test_the_first_request_leaves_before_the_plan_takes_its_second_step(sim, tmp_path):
+    """The first window goes out before the next plan step holds the event loop: the server has the first
+    request before the second step's transaction began (its rows' planned_at), so the time to the first
+    request does not grow with the plan."""
+    from fairsweep.engine.plan_stream import PLAN_ROWS
+    from fairsweep.engine.runner import run_sweep
+    from helpers import make_prompts, sim_model, sweep
+
+    server = sim("--latency-ms", "300")  # the first answer comes late: the wait for it is the one that is capped
+    db = str(tmp_path / "first.duckdb")
+    config = sweep(db, [sim_model(server, max_concurrency=64)])
+    assert run_sweep(config, make_prompts(PLAN_ROWS + 64), command="test", progress=False).complete
+    first_request = server.stats()["first_request_at"]
+    conn = open_db(db, read_only=True)
+    first_step, second_step = conn.execute(
+        "SELECT min(epoch(planned_at)) FILTER (ordinal < ?), min(epoch(planned_at)) FILTER (ordinal >= ?) "
+        "FROM requests", [PLAN_ROWS, PLAN_ROWS]).fetchone()
+    conn.close()
+    assert first_step < first_request < second_step
+
+
+def test_prompts_are_told_apart_by_key_and_hashed_only_when_a_key_repeats():
+    """check_unique: a key given twice with two texts is two prompts; with one text, it is refused. Prompts
+    whose keys differ are not hashed before planning (the first request would wait for them)."""
+    import pytest
+    from fairsweep.engine.work import check_unique
+    from fairsweep.errors import DataError
+    from fairsweep.records import Prompt
+
+    def prompt(key: str, text: str) -> Prompt:
+        return Prompt("toy", key, ({"role": "user", "content": text},), {})
+
+    prompts = [prompt("a", "one"), prompt("b", "two"), prompt("b", "two, reworded")]
+    check_unique(prompts)
+    assert "prompt_hash" not in vars(prompts[0])  # a key given once: not hashed here
+    with pytest.raises(DataError, match="gives prompt 'b' twice"):
+        check_unique([*prompts, prompt("b", "two, reworded")])
+    with pytest.raises(DataError, match="gives prompt 'a' twice"):
+        check_unique([prompt("a", "one"), prompt("a", "one")])
+    with pytest.raises(DataError, match="gives prompt 'a' twice"):
+        check_unique([prompts[0], prompts[0]])  # the very same prompt object

@@ -62,7 +62,8 @@ class LocalExecutor:
                     await scheduler.run()
                 else:  # planning goes on: feed the queues while they send
                     async with asyncio.TaskGroup() as group:
-                        group.create_task(job.feed.run(stopped=_stopped_by(queues, job.gate)))
+                        group.create_task(job.feed.run(stopped=_stopped_by(queues, job.gate),
+                                                      answered=_answered_any(queues)))
                         group.create_task(scheduler.run())
         finally:
             for queue in queues:
@@ -77,3 +78,10 @@ def _stopped_by(queues: list[ModelQueue], gate):
     def stopped(name: str) -> str | None:
         return by_name[name].counts.stopped or (gate.stopped(name) if gate is not None else None)
     return stopped
+
+
+def _answered_any(queues: list[ModelQueue]):
+    """Whether any request of this session came back (an answer, a failure, a retry or a 429)."""
+    def answered() -> bool:
+        return any(q.counts.stored or q.counts.failed or q.counts.retries or q.rate_limited for q in queues)
+    return answered

@@ -104,6 +104,7 @@ class Planner:
 
 
 async def _let_out(answered: Callable[[], bool]) -> None:
+    """Leave the event loop to the executor until `answered()` or FIRST_SEND_S (see FIRST_SEND_S)."""
     deadline = time.monotonic() + FIRST_SEND_S
     while not answered() and time.monotonic() < deadline:
         await asyncio.sleep(0.002)

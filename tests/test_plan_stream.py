@@ -1,6 +1,7 @@
 """Plan while sending (engine/plan_stream.py), as whole `fairsweep run` commands on a real DuckDB file against
 the simulated server: the first answers arrive while the plan is still being written, a run killed while it
-plans resumes with every request planned once and nothing lost, and a resumed run sends nothing stored."""
+plans resumes with every request planned once and nothing lost, and a resumed run sends nothing stored. In
+process: the first request leaves before the plan's second step, and duplicate prompts are found by key."""
 
 from __future__ import annotations
 
@@ -10,8 +11,14 @@ import signal
 import subprocess
 import time
 
-from helpers import fairsweep_cmd, rows, stored_fingerprints
+import pytest
+from helpers import fairsweep_cmd, make_prompts, rows, sim_model, stored_fingerprints, sweep
 
+from fairsweep.engine.plan_stream import PLAN_ROWS
+from fairsweep.engine.runner import run_sweep
+from fairsweep.engine.work import check_unique
+from fairsweep.errors import DataError
+from fairsweep.records import Prompt
 from fairsweep.sim.state import prompt_fingerprint
 from fairsweep.storage.db import open_db
 
@@ -172,11 +179,7 @@ def test_the_first_request_leaves_before_the_plan_takes_its_second_step(sim, tmp
     """The first window goes out before the next plan step holds the event loop: the server has the first
     request before the second step's transaction began (its rows' planned_at), so the time to the first
     request does not grow with the plan."""
-    from fairsweep.engine.plan_stream import PLAN_ROWS
-    from fairsweep.engine.runner import run_sweep
-    from helpers import make_prompts, sim_model, sweep
-
-    server = sim("--latency-ms", "300")  # the first answer comes late: the wait for it is the one that is capped
+    server = sim()  # the planner's wait ends with the first answer, which comes after the server has its request
     db = str(tmp_path / "first.duckdb")
     config = sweep(db, [sim_model(server, max_concurrency=64)])
     assert run_sweep(config, make_prompts(PLAN_ROWS + 64), command="test", progress=False).complete
@@ -192,11 +195,6 @@ def test_the_first_request_leaves_before_the_plan_takes_its_second_step(sim, tmp
 def test_prompts_are_told_apart_by_key_and_hashed_only_when_a_key_repeats():
     """check_unique: a key given twice with two texts is two prompts; with one text, it is refused. Prompts
     whose keys differ are not hashed before planning (the first request would wait for them)."""
-    import pytest
-    from fairsweep.engine.work import check_unique
-    from fairsweep.errors import DataError
-    from fairsweep.records import Prompt
-
     def prompt(key: str, text: str) -> Prompt:
         return Prompt("toy", key, ({"role": "user", "content": text},), {})
 

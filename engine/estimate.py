@@ -59,7 +59,7 @@ def count_tokens(spec: ModelSpec, items: list[WorkItem]) -> tuple[int, str]:
                 counted[key] = litellm.token_counter(model=spec.model, messages=list(item.prompt.messages))
             total += counted[key]
         return total, "tokenizer"
-    chars = sum(len(str(m.get("content", ""))) for i in items for m in i.prompt.messages)
+    chars = sum(i.prompt.content_chars for i in items)
     return chars // CHARS_PER_TOKEN + len(items), "chars/4"
 
 

@@ -36,14 +36,15 @@ def migrations() -> tuple[tuple[int, str, str], ...]:
     return tuple(found)
 
 
-def apply_migrations(conn: duckdb.DuckDBPyConnection) -> list[int]:
-    """Bring the schema up to date; returns the versions applied now."""
+def apply_migrations(conn: duckdb.DuckDBPyConnection, *, upto: int | None = None) -> list[int]:
+    """Bring the schema up to date (or up to version `upto`: an older fairsweep's schema, for tests);
+    returns the versions applied now."""
     conn.execute("""CREATE TABLE IF NOT EXISTS schema_migrations (
         version INTEGER PRIMARY KEY, why VARCHAR NOT NULL, applied_at TIMESTAMPTZ NOT NULL)""")
     done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations").fetchall()}
     applied = []
     for version, why, sql in migrations():
-        if version in done:
+        if version in done or (upto is not None and version > upto):
             continue
         with transaction(conn):
             conn.execute(sql)

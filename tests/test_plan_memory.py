@@ -14,7 +14,7 @@ from fairsweep.errors import DataError
 from fairsweep.records import AttemptRow
 from fairsweep.storage import memory
 from fairsweep.storage.db import open_db
-from fairsweep.storage.migrations import migrations
+from fairsweep.storage.migrations import apply_migrations
 from fairsweep.storage.writer import RowWriter
 
 NOW = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
@@ -29,12 +29,7 @@ def requests_indexes(conn) -> int:
 def schema_at(db: str, last: int) -> duckdb.DuckDBPyConnection:
     """A DB whose schema stops at migration `last` (as an older fairsweep left it)."""
     conn = duckdb.connect(db)
-    conn.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, why VARCHAR NOT NULL, "
-                 "applied_at TIMESTAMPTZ NOT NULL)")
-    for version, why, sql in migrations():
-        if version <= last:
-            conn.execute(sql)
-            conn.execute("INSERT INTO schema_migrations VALUES (?, ?, now())", [version, why])
+    apply_migrations(conn, upto=last)
     return conn
 
 

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
 
 from fairsweep.sim.server import SimServerProcess
+
+# A suite started in the background without job control (`pytest &` in a script) inherits SIGINT ignored, and
+# so would every fairsweep it starts: the Ctrl-C tests would then fail for the way the suite was launched.
+# A handler here (reset to the default in each child at exec) gives the children Python's own Ctrl-C.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 REPO = Path(__file__).resolve().parents[1]
 

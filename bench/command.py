@@ -4,7 +4,8 @@
 
 Prints, for commands against the simulated OpenAI-compatible server on 127.0.0.1:
 - start-up: time from process start to the server receiving the first request (1 prompt, no limit),
-  for `fairsweep run` and for a plain asyncio + aiohttp client started the same way;
+  for `fairsweep run`, for a plain asyncio + aiohttp client started the same way, and for that client when
+  it first does what a resumable run cannot skip: validate a pydantic config, store its plan in DuckDB;
 - paced: 1,500 MRNI-BB prompts with rpm = 2900 declared against a server limited to 3,000 RPM: the whole
   command's wall time over the floor (N / declared rate), scoring and exit included (target <= 1.05);
 - undeclared: 1,000 prompts with no rpm declared against a server limited to 1,200 RPM in one-second windows
@@ -35,6 +36,15 @@ import asyncio, json, sys
 import aiohttp
 url, messages_file, out, count, concurrency = sys.argv[1:6]
 messages = json.load(open(messages_file))[:int(count)]
+if len(sys.argv) > 6:  # the floor of a client that validates a typed config and stores its plan before sending
+    import duckdb, pydantic
+    class Config(pydantic.BaseModel):
+        url: str
+        concurrency: int
+    Config(url=url, concurrency=concurrency)
+    db = duckdb.connect(sys.argv[6])
+    db.execute("CREATE TABLE plan (i INTEGER, messages VARCHAR)")
+    db.execute("INSERT INTO plan SELECT unnest($1), unnest($2)", [list(range(len(messages))), list(map(json.dumps, messages))])
 async def main():
     async with aiohttp.ClientSession() as session:
         semaphore = asyncio.Semaphore(int(concurrency))
@@ -82,9 +92,12 @@ def fairsweep_run(server: SimServerProcess, workdir: Path, tag: str, limit: int 
 
 
 def plain_run(server: SimServerProcess, workdir: Path, messages: Path, env: dict, count: int = 10**9,
-              concurrency: int = 64) -> dict:
+              concurrency: int = 64, checkpoint: Path | None = None) -> dict:
+    """The plain client; with `checkpoint` (a new DuckDB file), it first validates a pydantic config and stores
+    its plan there, as a run must before it sends (resume then knows what was planned)."""
     return child_run([sys.executable, "-c", PLAIN_CLIENT, server.base_url, str(messages),
-                      str(workdir / "plain.json"), str(count), str(concurrency)], env)
+                      str(workdir / "plain.json"), str(count), str(concurrency)]
+                     + ([str(checkpoint)] if checkpoint else []), env)
 
 
 def first_request_s(server: SimServerProcess, run: dict) -> float:
@@ -117,6 +130,9 @@ def main() -> None:
             with SimServerProcess([]) as server:
                 run = plain_run(server, workdir, one, env)
                 note("first request, plain aiohttp (s)", first_request_s(server, run))
+            with SimServerProcess([]) as server:
+                run = plain_run(server, workdir, one, env, checkpoint=workdir / f"floor{r}.duckdb")
+                note("first request, plain + pydantic config + DuckDB plan (s)", first_request_s(server, run))
             with SimServerProcess(["--rpm", "3000", "--window-s", "60"]) as server:
                 run = fairsweep_run(server, workdir, f"paced{r}", 1500, 2900, env)
                 note("1,500 prompts at rpm 2900: whole command / floor", run["wall"] / (1500 / (2900 / 60)))

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from helpers import fairsweep_cmd
-from fairsweep.benchmarks.mrni.data import fetch, load_expanded, verify
+from fairsweep.benchmarks.mrni.data import LANGUAGES, SUBSCALES, expanded_path, fetch, load_expanded, read_tsv, verify
 from fairsweep.benchmarks.mrni.prompts import build_prompts
 from fairsweep.benchmarks.sampling import stratified_sample
 from fairsweep.errors import DataError
@@ -72,6 +72,23 @@ def test_loading_refuses_an_incomplete_copy(mrni_dir, tmp_path):
     (partial / "EN" / "all_conditions" / "AF_MNRI-BB_en_all.tsv").unlink()
     with pytest.raises(DataError, match="missing"):
         load_expanded(partial)
+
+
+def test_rows_read_back_from_the_cache_are_the_files_rows_and_never_hide_a_damaged_file(mrni_dir, tmp_path,
+                                                                                       monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    copy = tmp_path / "copy"
+    shutil.copytree(mrni_dir, copy)
+    parsed = [(lang, sub, row) for lang in LANGUAGES for sub in SUBSCALES
+              for row in read_tsv(expanded_path(copy, lang, sub))]
+    assert load_expanded(copy) == parsed
+    assert (tmp_path / "cache" / "fairsweep" / "mrni-bb-rows.marshal").is_file()
+    assert load_expanded(copy) == parsed  # from the cache
+    target = expanded_path(copy, "it", "T")
+    target.chmod(0o644)
+    target.write_text(target.read_text(encoding="utf-8").replace("a", "e", 1), encoding="utf-8")  # same size
+    with pytest.raises(DataError, match="checksum mismatch"):
+        load_expanded(copy)
 
 
 def test_all_4704_prompts_load_with_unique_keys_in_the_documented_order(mrni_dir):

@@ -1,0 +1,56 @@
+"""Data derived from files (the parsed MRNI-BB rows, the reduced price map), kept in fairsweep's cache folder
+under the files' stamps (path, size, modification time): read back in a few ms where deriving it costs tens,
+before a run's first request. A changed stamp, a damaged or unreadable cache, or a cache folder that cannot
+be written only cost the derivation again; a derivation that raises is not cached."""
+
+from __future__ import annotations
+
+import marshal
+import os
+import sys
+from pathlib import Path
+from typing import Callable, TypeVar
+
+from .jsonfile import cache_dir
+
+T = TypeVar("T")
+# marshal's format changes between Python versions: a cache written by another Python is derived again
+FORMAT = (1, marshal.version, tuple(sys.version_info[:2]))
+
+
+def derived(name: str, sources: list[Path], derive: Callable[[], T]) -> T:
+    """derive(), or the value it gave for these sources as they are now (marshal-able values only)."""
+    key = (FORMAT, stamps(sources))
+    path = cache_dir() / f"{name}.marshal"
+    if key[1] is not None:
+        try:
+            stored = marshal.loads(path.read_bytes())
+            if isinstance(stored, tuple) and len(stored) == 2 and stored[0] == key:
+                return stored[1]
+        except (OSError, EOFError, ValueError, TypeError):
+            pass
+    value = derive()
+    if key[1] is not None:
+        try:
+            _store(path, marshal.dumps((key, value)))
+        except ValueError:  # a value marshal cannot write: used, not cached
+            pass
+    return value
+
+
+def stamps(paths: list[Path]) -> tuple | None:
+    """(resolved path, size, mtime_ns) of each file; None when one cannot be read (nothing is cached then)."""
+    try:
+        return tuple((str(p.resolve()), (st := p.stat()).st_size, st.st_mtime_ns) for p in paths)
+    except OSError:
+        return None
+
+
+def _store(path: Path, data: bytes) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        tmp.replace(path)  # readers see the old cache or the new one, never half of one
+    except OSError:
+        pass

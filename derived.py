@@ -6,23 +6,25 @@ be written only cost the derivation again; a derivation that raises is not cache
 from __future__ import annotations
 
 import marshal
-import os
 import sys
 from pathlib import Path
 from typing import Callable, TypeVar
 
-from .jsonfile import cache_dir
+from . import __version__
+from .jsonfile import cache_dir, write_cache_file
 
 T = TypeVar("T")
 # marshal's format changes between Python versions: a cache written by another Python is derived again
 FORMAT = (1, marshal.version, tuple(sys.version_info[:2]))
 
 
-def derived(name: str, sources: list[Path], derive: Callable[[], T]) -> T:
-    """derive(), or the value it gave for these sources as they are now (marshal-able values only)."""
-    key = (FORMAT, stamps(sources))
+def derived(name: str, sources: list[Path], derive: Callable[[], T], recipe: object = None) -> T:
+    """derive(), or the value it gave for these sources as they are now (marshal-able values only). `recipe`
+    (marshal-able, e.g. the fields kept) names how the value is derived: another recipe, or another fairsweep
+    version, derives again."""
+    key = (FORMAT, __version__, recipe, stamps(sources))
     path = cache_dir() / f"{name}.marshal"
-    if key[1] is not None:
+    if key[-1] is not None:
         try:
             stored = marshal.loads(path.read_bytes())
             if isinstance(stored, tuple) and len(stored) == 2 and stored[0] == key:
@@ -30,9 +32,9 @@ def derived(name: str, sources: list[Path], derive: Callable[[], T]) -> T:
         except (OSError, EOFError, ValueError, TypeError):
             pass
     value = derive()
-    if key[1] is not None:
+    if key[-1] is not None:
         try:
-            _store(path, marshal.dumps((key, value)))
+            write_cache_file(path, marshal.dumps((key, value)))
         except ValueError:  # a value marshal cannot write: used, not cached
             pass
     return value
@@ -45,12 +47,3 @@ def stamps(paths: list[Path]) -> tuple | None:
     except OSError:
         return None
 
-
-def _store(path: Path, data: bytes) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(data)
-        tmp.replace(path)  # readers see the old cache or the new one, never half of one
-    except OSError:
-        pass

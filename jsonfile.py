@@ -23,10 +23,16 @@ def read_json(path: Path) -> dict:
 
 
 def write_json(path: Path, value: dict) -> None:
+    write_cache_file(path, json.dumps(value).encode("utf-8"))
+
+
+def write_cache_file(path: Path, data: bytes) -> None:
+    """Write atomically (readers see the old file or the new one, never half of one); a cache that cannot be
+    written is skipped."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(value), encoding="utf-8")
+        tmp.write_bytes(data)
         tmp.replace(path)
     except OSError:
         pass

@@ -30,7 +30,7 @@ def load_price_map(path: Path) -> dict:
     takes ~25 ms and ~5 MB for the life of the process, and a run reads it before it can route a bare model
     id (so before its first request)."""
     try:
-        return derived("litellm-prices", [path], lambda: _reduced(path))
+        return derived("litellm-prices", [path], lambda: _reduced(path), recipe=PRICE_FIELDS)
     except (OSError, ValueError):
         return {}
 

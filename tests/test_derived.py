@@ -43,6 +43,17 @@ def test_a_value_is_derived_once_then_read_back_until_a_source_changes(tmp_path)
     assert derive.calls == 3
 
 
+def test_another_recipe_derives_again(tmp_path):
+    source = tmp_path / "a.tsv"
+    source.write_text("one")
+    derive = Counting(source)
+    derived("x", [source], derive, recipe=("a", "b"))
+    derived("x", [source], derive, recipe=("a", "b"))
+    assert derive.calls == 1
+    derived("x", [source], derive, recipe=("a", "b", "c"))
+    assert derive.calls == 2
+
+
 def test_a_cache_for_other_files_is_not_used(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     a.write_text("aaa")

@@ -199,6 +199,9 @@ def expanded_path(data_dir: Path, language: str, subscale: str) -> Path:
     return data_dir / language.upper() / "all_conditions" / f"{subscale}_MNRI-BB_{language}_all.tsv"
 
 
+ROWS_RECIPE = "read_tsv 1"  # a change to read_tsv or to the rows' order changes this: cached rows are read again
+
+
 def load_expanded(data_dir: Path) -> list[tuple[str, str, dict[str, str]]]:
     """(language, subscale, row) for all 4,704 prompts, in the fixed order: language (en, it),
     subscale file (AF, D, IOS, NTSM, RE, SRTMS, T), then row order within the file. The rows parsed once
@@ -206,4 +209,5 @@ def load_expanded(data_dir: Path) -> list[tuple[str, str, dict[str, str]]]:
     require_verified(data_dir)
     files = [(lang, sub, expanded_path(data_dir, lang, sub)) for lang in LANGUAGES for sub in SUBSCALES]
     return derived("mrni-bb-rows", [path for _, _, path in files],
-                   lambda: [(lang, sub, row) for lang, sub, path in files for row in read_tsv(path)])
+                   lambda: [(lang, sub, row) for lang, sub, path in files for row in read_tsv(path)],
+                   recipe=ROWS_RECIPE)

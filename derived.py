@@ -46,4 +46,3 @@ def stamps(paths: list[Path]) -> tuple | None:
         return tuple((str(p.resolve()), (st := p.stat()).st_size, st.st_mtime_ns) for p in paths)
     except OSError:
         return None
-

@@ -205,7 +205,7 @@ ROWS_RECIPE = "read_tsv 1"  # a change to read_tsv or to the rows' order changes
 def load_expanded(data_dir: Path) -> list[tuple[str, str, dict[str, str]]]:
     """(language, subscale, row) for all 4,704 prompts, in the fixed order: language (en, it),
     subscale file (AF, D, IOS, NTSM, RE, SRTMS, T), then row order within the file. The rows parsed once
-    are kept in the cache folder until a file changes (derived.py): ~15 ms instead of ~50 ms to parse."""
+    are kept in the cache folder until a file changes (derived.py): ~10 ms to read instead of ~50 ms to parse."""
     require_verified(data_dir)
     files = [(lang, sub, expanded_path(data_dir, lang, sub)) for lang in LANGUAGES for sub in SUBSCALES]
     return derived("mrni-bb-rows", [path for _, _, path in files],

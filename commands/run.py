@@ -45,7 +45,8 @@ def register(subparsers, add_common_flags) -> None:
 def fewer_collections(young: int = 20_000):
     """The cyclic GC runs after `young` net allocations instead of 700 while a run goes on: nearly every object
     of a request is freed by its reference count, so the default thresholds only re-scan live objects (measured:
-    a 5-model, 23,520-answer run spent ~0.6 s of CPU in ~500 collections; at 20,000: 10, 0.07 s, same RSS)."""
+    a 5-model, 23,520-answer run spent ~0.6 s of CPU in ~500 collections; at 20,000: 10, 0.07 s, same RSS).
+    Building the 4,704 MRNI-BB prompts, after the imports, took 83 ms with the defaults and 34 ms with these."""
     before = gc.get_threshold()
     gc.set_threshold(young, 20, 100)
     try:
@@ -63,12 +64,12 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
         from .console import print_run_summary as show
         show(outcome, command)
 
-    config = resolve_config(args)
-    prompts = load_prompts(config, args.data_dir)
-    if args.dry_run:
-        return cmd_plan(args, argv, config, prompts)
-    command = "fairsweep " + shlex.join(argv)
-    with fewer_collections():
+    with fewer_collections():  # from the prompts on: built in bulk, they met ~40 ms of collections before the first request
+        config = resolve_config(args)
+        prompts = load_prompts(config, args.data_dir)
+        if args.dry_run:
+            return cmd_plan(args, argv, config, prompts)
+        command = "fairsweep " + shlex.join(argv)
         outcomes = run_pipeline(config, prompts, command=command, progress=not args.no_progress,
                                 report=print_run_summary, retry_failed=retry_classes(args.retry_failed))
     if any(o.interrupted for o in outcomes):

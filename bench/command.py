@@ -44,7 +44,8 @@ if len(sys.argv) > 6:  # the floor of a client that validates a typed config and
     Config(url=url, concurrency=concurrency)
     db = duckdb.connect(sys.argv[6])
     db.execute("CREATE TABLE plan (i INTEGER, messages VARCHAR)")
-    db.execute("INSERT INTO plan SELECT unnest($1), unnest($2)", [list(range(len(messages))), list(map(json.dumps, messages))])
+    db.execute("INSERT INTO plan SELECT unnest($1), unnest($2)",
+               [list(range(len(messages))), list(map(json.dumps, messages))])
 async def main():
     async with aiohttp.ClientSession() as session:
         semaphore = asyncio.Semaphore(int(concurrency))

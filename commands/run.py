@@ -64,7 +64,7 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
         from .console import print_run_summary as show
         show(outcome, command)
 
-    with fewer_collections():  # from the prompts on: built in bulk, they met ~40 ms of collections before the first request
+    with fewer_collections():  # the prompts too: built in bulk, they met a full collection (~40 ms)
         config = resolve_config(args)
         prompts = load_prompts(config, args.data_dir)
         if args.dry_run:

@@ -41,8 +41,14 @@ def derived(name: str, sources: list[Path], derive: Callable[[], T], recipe: obj
 
 
 def stamps(paths: list[Path]) -> tuple | None:
-    """(resolved path, size, mtime_ns) of each file; None when one cannot be read (nothing is cached then)."""
+    """Each file's file_stamp; None when one cannot be read (nothing is cached then)."""
     try:
-        return tuple((str(p.resolve()), (st := p.stat()).st_size, st.st_mtime_ns) for p in paths)
+        return tuple(file_stamp(p) for p in paths)
     except OSError:
         return None
+
+
+def file_stamp(path: Path) -> str:
+    """A file as it is now: its resolved path, size and modification time (OSError when it cannot be read)."""
+    st = path.stat()
+    return f"{path.resolve()}:{st.st_size}:{st.st_mtime_ns}"

@@ -19,6 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ..derived import file_stamp
 from ..errors import MissingDependencyError, NativeCodeError
 from ..jsonfile import cache_dir, read_json, write_json
 
@@ -41,15 +42,10 @@ def build_fingerprint(model_path: Path) -> str:
     if spec is None or not spec.submodule_search_locations:
         raise MissingDependencyError("the embedded model needs llama-cpp-python: " + REINSTALL)
     package = Path(list(spec.submodule_search_locations)[0])
-    parts = [_stat(model_path), _version()]
-    parts += sorted(_stat(lib) for lib in package.rglob("*.so*"))
-    parts.append(_stat(package / "__init__.py"))
+    parts = [file_stamp(model_path), _version()]
+    parts += sorted(file_stamp(lib) for lib in package.rglob("*.so*"))
+    parts.append(file_stamp(package / "__init__.py"))
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:32]
-
-
-def _stat(path: Path) -> str:
-    st = path.stat()
-    return f"{path.resolve()}:{st.st_size}:{st.st_mtime_ns}"
 
 
 def _version() -> str:

@@ -16,7 +16,7 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
-from ...derived import derived
+from ...derived import derived, file_stamp
 from ...errors import DataError
 from ...jsonfile import cache_dir as fairsweep_cache, read_json, write_json
 from .data_check import locate
@@ -78,7 +78,7 @@ def _damaged(data_dir: Path, trust_cache: bool = False) -> dict[str, str]:
         if not path.is_file():
             damaged[rel] = "missing"
             continue
-        stamp = _stamp(path)
+        stamp = file_stamp(path)
         if seen.get(stamp) == expected:
             continue
         if sha256_file(path) != expected:
@@ -88,11 +88,6 @@ def _damaged(data_dir: Path, trust_cache: bool = False) -> dict[str, str]:
     if trust_cache and fresh != seen:
         _save_verified(fresh)
     return damaged
-
-
-def _stamp(path: Path) -> str:
-    st = path.stat()
-    return f"{path.resolve()}:{st.st_size}:{st.st_mtime_ns}"
 
 
 def _verified_file() -> Path:

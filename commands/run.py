@@ -66,6 +66,9 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
 
     with fewer_collections():  # the prompts too: built in bulk, they met a full collection (~40 ms)
         config = resolve_config(args)
+        if not args.dry_run:
+            from ..providers.registry import preload_for
+            preload_for(config)  # the adapters' modules load while the prompts are built and the DB opens
         prompts = load_prompts(config, args.data_dir)
         if args.dry_run:
             return cmd_plan(args, argv, config, prompts)

@@ -24,6 +24,12 @@ def _import_litellm():
     return litellm
 
 
+def warm() -> None:
+    """Import what making this adapter imports (litellm, openai): registry.preload calls it in the background."""
+    _import_litellm()
+    import openai  # noqa: F401
+
+
 def response_headers(exc: Exception):
     """The provider's reply headers: litellm keeps them on the exception (its `response` may be a stub)."""
     for headers in (getattr(exc, "litellm_response_headers", None), getattr(exc, "headers", None),

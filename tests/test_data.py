@@ -16,6 +16,7 @@ from helpers import fairsweep_cmd
 from fairsweep.benchmarks.mrni.data import LANGUAGES, SUBSCALES, expanded_path, fetch, load_expanded, read_tsv, verify
 from fairsweep.benchmarks.mrni.prompts import build_prompts
 from fairsweep.benchmarks.sampling import stratified_sample
+from fairsweep.derived import file_stamp
 from fairsweep.errors import DataError
 
 
@@ -74,21 +75,37 @@ def test_loading_refuses_an_incomplete_copy(mrni_dir, tmp_path):
         load_expanded(partial)
 
 
-def test_rows_read_back_from_the_cache_are_the_files_rows_and_never_hide_a_damaged_file(mrni_dir, tmp_path,
-                                                                                       monkeypatch):
+def test_prompts_read_back_from_the_cache_are_the_files_prompts_and_never_hide_a_damaged_file(mrni_dir, tmp_path,
+                                                                                             monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     copy = tmp_path / "copy"
     shutil.copytree(mrni_dir, copy)
     parsed = [(lang, sub, row) for lang in LANGUAGES for sub in SUBSCALES
               for row in read_tsv(expanded_path(copy, lang, sub))]
     assert load_expanded(copy) == parsed
-    assert (tmp_path / "cache" / "fairsweep" / "mrni-bb-rows.marshal").is_file()
-    assert load_expanded(copy) == parsed  # from the cache
+    built = build_prompts(copy)
+    assert (tmp_path / "cache" / "fairsweep" / "mrni-bb-prompts.marshal").is_file()
+    cached = build_prompts(copy)
+    assert [(p.key, p.messages, p.metadata, list(p.metadata)) for p in cached] == \
+           [(p.key, p.messages, p.metadata, list(p.metadata)) for p in built]
+    assert [p.messages[0]["content"] for p in cached] == [row["prompt"] for _, _, row in parsed]
+    assert [p.metadata["condition"] for p in cached] == [row["condition"] for _, _, row in parsed]
     target = expanded_path(copy, "it", "T")
     target.chmod(0o644)
     target.write_text(target.read_text(encoding="utf-8").replace("a", "e", 1), encoding="utf-8")  # same size
     with pytest.raises(DataError, match="checksum mismatch"):
-        load_expanded(copy)
+        build_prompts(copy)
+
+
+def test_a_file_replaced_by_another_of_the_same_size_and_time_is_a_new_stamp(tmp_path):
+    first, second = tmp_path / "a.tsv", tmp_path / "b.tsv"
+    first.write_text("x\ty\n")
+    second.write_text("x\tz\n")
+    os.utime(second, ns=(first.stat().st_atime_ns, first.stat().st_mtime_ns))
+    before = file_stamp(first)
+    os.replace(second, first)  # same path, size and modification time: another file
+    assert file_stamp(first) != before
+    assert file_stamp(first) == file_stamp(first)
 
 
 def test_all_4704_prompts_load_with_unique_keys_in_the_documented_order(mrni_dir):

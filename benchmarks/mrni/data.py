@@ -16,7 +16,7 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
-from ...derived import derived, file_stamp
+from ...derived import file_stamp
 from ...errors import DataError
 from ...jsonfile import cache_dir as fairsweep_cache, read_json, write_json
 from .data_check import locate
@@ -69,8 +69,8 @@ def sha256_file(path: Path) -> str:
 
 def _damaged(data_dir: Path, trust_cache: bool = False) -> dict[str, str]:
     """rel -> "missing" | "checksum mismatch" for every pinned file that is not as released. With
-    `trust_cache`, a file whose path, size and modification time match a copy already hashed here is not
-    hashed again (`fairsweep data verify` always hashes)."""
+    `trust_cache`, a file whose stamp (derived.file_stamp: the file, its size and modification time) matches
+    one already hashed here is not hashed again (`fairsweep data verify` always hashes)."""
     damaged, seen = {}, _verified_cache() if trust_cache else {}
     fresh = dict(seen)
     for rel, expected in sorted(pinned()["sha256"].items()):
@@ -194,15 +194,18 @@ def expanded_path(data_dir: Path, language: str, subscale: str) -> Path:
     return data_dir / language.upper() / "all_conditions" / f"{subscale}_MNRI-BB_{language}_all.tsv"
 
 
-ROWS_RECIPE = "read_tsv 1"  # a change to read_tsv or to the rows' order changes this: cached rows are read again
+ROWS_RECIPE = "read_tsv 1"  # a change to read_tsv or to the rows' order changes this: what is derived from them
+                            # and cached (prompts.py) is derived again
+
+
+def expanded_files(data_dir: Path) -> list[Path]:
+    """The 14 expanded TSV files in the fixed order (see load_expanded), once the data is verified."""
+    require_verified(data_dir)
+    return [expanded_path(data_dir, lang, sub) for lang in LANGUAGES for sub in SUBSCALES]
 
 
 def load_expanded(data_dir: Path) -> list[tuple[str, str, dict[str, str]]]:
     """(language, subscale, row) for all 4,704 prompts, in the fixed order: language (en, it),
-    subscale file (AF, D, IOS, NTSM, RE, SRTMS, T), then row order within the file. The rows parsed once
-    are kept in the cache folder until a file changes (derived.py): ~10 ms to read instead of ~50 ms to parse."""
-    require_verified(data_dir)
-    files = [(lang, sub, expanded_path(data_dir, lang, sub)) for lang in LANGUAGES for sub in SUBSCALES]
-    return derived("mrni-bb-rows", [path for _, _, path in files],
-                   lambda: [(lang, sub, row) for lang, sub, path in files for row in read_tsv(path)],
-                   recipe=ROWS_RECIPE)
+    subscale file (AF, D, IOS, NTSM, RE, SRTMS, T), then row order within the file."""
+    files = zip([(lang, sub) for lang in LANGUAGES for sub in SUBSCALES], expanded_files(data_dir))
+    return [(lang, sub, row) for (lang, sub), path in files for row in read_tsv(path)]

@@ -1,0 +1,108 @@
+"""A run imports its adapters' modules in the background while its prompts are built and its DB opens
+(providers/registry.preload): what is preloaded, what is not, and that a failed import still fails where the
+adapter is made. Each case runs in a new interpreter, whose modules are not yet imported."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+from helpers import fairsweep_cmd
+
+SERVER = "http://127.0.0.1:9/v1"  # never contacted
+
+
+def _python(code: str) -> dict:
+    """Run `code` in a new interpreter; it prints one JSON object as its last line."""
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_an_openai_compatible_model_has_its_adapter_imported_in_a_background_thread():
+    seen = _python(f"""
+        import json, sys, threading
+        from fairsweep.config import ModelSpec
+        from fairsweep.providers.registry import preload
+        before = "fairsweep.providers.openai_compat" in sys.modules or "aiohttp" in sys.modules
+        thread = preload([ModelSpec(name="a", model="sim-model", api_base="{SERVER}"),
+                          ModelSpec(name="b", model="other", api_base="{SERVER}")])
+        name = thread.name
+        thread.join(60)
+        print(json.dumps({{"before": before, "thread": name, "main": threading.current_thread().name,
+                          "after": ["fairsweep.providers.openai_compat" in sys.modules, "aiohttp" in sys.modules],
+                          "litellm": "litellm" in sys.modules}}))
+    """)
+    assert seen == {"before": False, "thread": "fairsweep-preload", "main": "MainThread", "after": [True, True],
+                    "litellm": False}
+
+
+def test_nothing_is_preloaded_for_ray_batch_or_unroutable_models():
+    seen = _python(f"""
+        import json, sys
+        from fairsweep.config import ModelSpec, SweepConfig
+        from fairsweep.providers.registry import preload, preload_for
+        sim = ModelSpec(name="a", model="sim-model", api_base="{SERVER}")
+        print(json.dumps({{
+            "ray": preload_for(SweepConfig(models=(sim,), executor="ray")) is None,
+            "batch": preload_for(SweepConfig(models=(ModelSpec(name="b", model="openai/gpt-4o-mini", batch=True),)))
+                     is None,
+            "unroutable": preload([ModelSpec(name="c", model="no-such-provider-model")]) is None,
+            "none": preload([]) is None,
+            "imported": "aiohttp" in sys.modules}}))
+    """)
+    assert seen == {"ray": True, "batch": True, "unroutable": True, "none": True, "imported": False}
+
+
+def test_an_import_that_fails_in_the_background_fails_again_where_the_adapter_is_made():
+    seen = _python(f"""
+        import json, sys
+        sys.modules["aiohttp"] = None  # `import aiohttp` raises ImportError, as on a broken install
+        from fairsweep.config import ModelSpec
+        from fairsweep.providers.registry import make_provider, preload
+        spec = ModelSpec(name="a", model="sim-model", api_base="{SERVER}")
+        preload([spec]).join(60)
+        try:
+            make_provider(spec)
+            error = None
+        except ImportError as exc:
+            error = "ImportError naming aiohttp" if "aiohttp" in str(exc) else repr(exc)
+        print(json.dumps({{"error": error, "half_imported": "fairsweep.providers.openai_compat" in sys.modules}}))
+    """)
+    assert seen == {"error": "ImportError naming aiohttp", "half_imported": False}
+
+
+def test_a_dry_run_imports_no_adapter(tmp_path):
+    seen = _python(f"""
+        import contextlib, io, json, sys
+        from fairsweep import cli
+        with contextlib.redirect_stdout(io.StringIO()):
+            code = cli.main(["run", "--model", "sim=sim-model@{SERVER}", "--db", {str(tmp_path / "x.duckdb")!r},
+                             "--run", "x", "--limit", "2", "--dry-run"])
+        print(json.dumps({{"code": code, "aiohttp": "aiohttp" in sys.modules}}))
+    """)
+    assert seen == {"code": 0, "aiohttp": False}
+
+
+def test_a_model_no_adapter_serves_is_still_refused_in_one_line_before_the_db_exists(tmp_path):
+    done = subprocess.run(fairsweep_cmd("run", "--model", "m=no-such-provider-model", "--db", str(tmp_path / "x.duckdb"),
+                                        "--run", "x", "--limit", "1", "--no-progress"),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0 and "no known provider serves this id" in done.stderr
+    assert not (tmp_path / "x.duckdb").exists()
+
+
+def test_a_litellm_model_has_litellm_itself_imported_ahead():
+    seen = _python(f"""
+        import json, sys
+        from fairsweep.config import ModelSpec
+        from fairsweep.providers.registry import preload
+        before = "litellm" in sys.modules
+        preload([ModelSpec(name="c", model="anthropic/claude-haiku-4-5", api_base="{SERVER}")]).join(120)
+        print(json.dumps({{"before": before, "after": ["litellm" in sys.modules, "openai" in sys.modules],
+                          "aiohttp_adapter": "fairsweep.providers.openai_compat" in sys.modules}}))
+    """)
+    assert seen == {"before": False, "after": [True, True], "aiohttp_adapter": False}

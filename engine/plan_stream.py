@@ -144,8 +144,17 @@ class PlanFeed:
         self._finished: set[str] = set()
         self._left: dict[str, set[str]] = {}  # per looked-up model: the ids still to send
         self._events: dict[str, asyncio.Event] = {}
+        self._stepped_ahead = False
 
     # ---------------------------------------------------------------- the runner's side
+
+    def plan_ahead(self) -> None:
+        """Write the plan's first step now, before the executor starts: the first request then waits only for
+        what is left of the start-up (e.g. the adapters' modules, imported in the background). run() feeds
+        that step before it takes the next one."""
+        if not self._stepped_ahead:
+            self.planner.step()
+            self._stepped_ahead = True
 
     def finish_plan(self) -> None:
         """Write what is left of the plan (the session ended early: every model stopped, say)."""
@@ -179,7 +188,10 @@ class PlanFeed:
         first_windows = True
         while not (self.finished and planner.done):
             progressed = not planner.done
-            planner.step()  # one step of the plan, then answers and windows
+            if self._stepped_ahead:  # the first step was written before the loop started: feed it first
+                self._stepped_ahead = False
+            else:
+                planner.step()  # one step of the plan, then answers and windows
             for spec in self.specs:
                 name = spec.name
                 if name in self._finished:

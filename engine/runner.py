@@ -68,6 +68,7 @@ def run_sweep(config: SweepConfig, prompts: list[Prompt], *, command: str, specs
             todo, outcomes = plan_session(conn, config, prompts, specs, retry_failed)
         else:  # plan while sending (engine/plan_stream.py)
             feed = PlanFeed(conn, config, prompts, specs, retry_failed, session_id)
+            feed.plan_ahead()  # while the adapters' modules may still be loading (providers/registry.preload)
             todo, outcomes = feed.pending, feed.outcomes
         writer = RowWriter(conn, flush_rows=config.flush_rows, flush_ms=config.flush_ms,
                            journal=Journal(config.db, fsync=config.journal_fsync), after_commit=after_commit)

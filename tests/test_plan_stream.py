@@ -5,6 +5,7 @@ process: the first request leaves before the plan's second step, and duplicate p
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -14,7 +15,7 @@ import time
 import pytest
 from helpers import fairsweep_cmd, make_prompts, rows, sim_model, stored_fingerprints, sweep
 
-from fairsweep.engine.plan_stream import PLAN_ROWS
+from fairsweep.engine.plan_stream import PLAN_ROWS, PlanFeed
 from fairsweep.engine.runner import run_sweep
 from fairsweep.engine.work import check_unique
 from fairsweep.errors import DataError
@@ -190,6 +191,38 @@ def test_the_first_request_leaves_before_the_plan_takes_its_second_step(sim, tmp
         "FROM requests", [PLAN_ROWS, PLAN_ROWS]).fetchone()
     conn.close()
     assert first_step < first_request < second_step
+
+
+def test_the_first_plan_step_is_committed_before_the_executor_starts_and_fed_before_the_second(sim, tmp_path):
+    """PlanFeed.plan_ahead: the runner writes the first step before the executor starts (the adapters may still
+    be importing); asking twice writes it once, and run() feeds that step before it writes the next."""
+    server = sim()
+    db = str(tmp_path / "ahead.duckdb")
+    config = sweep(db, [sim_model(server)])
+    prompts = make_prompts(PLAN_ROWS + 64)
+    conn = open_db(db)
+    try:
+        feed = PlanFeed(conn, config, prompts, list(config.models), None, "session-1")
+        feed.plan_ahead()
+        feed.plan_ahead()
+        assert conn.execute("SELECT count(*) FROM requests").fetchone()[0] == PLAN_ROWS
+        assert feed.planner.planned == {config.models[0].name: PLAN_ROWS}
+        assert server.stats()["first_request_at"] is None  # nothing sent: no executor yet
+
+        async def first_top_up() -> int:
+            task = asyncio.create_task(feed.run())
+            await feed.primed()
+            task.cancel()
+            return len(feed.pending[config.models[0].name])
+
+        pending = asyncio.run(first_top_up())
+        assert pending > 0
+        assert feed.planner.planned[config.models[0].name] == PLAN_ROWS  # fed from the first step, no second yet
+        first_window = feed.pending[config.models[0].name]
+        assert all(item.prompt.key in {p.key for p in prompts[:PLAN_ROWS]} for item in first_window)
+    finally:
+        feed.close()
+        conn.close()
 
 
 def test_prompts_are_told_apart_by_key_and_hashed_only_when_a_key_repeats():

@@ -1,7 +1,7 @@
 """Data derived from files (the MRNI-BB prompts' parts, the reduced price map), kept in fairsweep's cache folder
-under the files' stamps (the file's device and inode, size, modification time): read back in a few ms where deriving it costs tens,
-before a run's first request. A changed stamp, a damaged or unreadable cache, or a cache folder that cannot
-be written only cost the derivation again; a derivation that raises is not cached."""
+under the files' stamps (the file's device and inode, size, modification time): read back in a few ms where
+deriving it costs tens, before a run's first request. A changed stamp, a damaged or unreadable cache, or a
+cache folder that cannot be written only cost the derivation again; a derivation that raises is not cached."""
 
 from __future__ import annotations
 

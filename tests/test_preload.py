@@ -87,12 +87,13 @@ def test_a_dry_run_imports_no_adapter(tmp_path):
 
 
 def test_a_model_no_adapter_serves_is_still_refused_in_one_line_before_the_db_exists(tmp_path):
-    done = subprocess.run(fairsweep_cmd("run", "--model", "m=no-such-provider-model", "--db", str(tmp_path / "x.duckdb"),
+    db = tmp_path / "x.duckdb"
+    done = subprocess.run(fairsweep_cmd("run", "--model", "m=no-such-provider-model", "--db", str(db),
                                         "--run", "x", "--limit", "1", "--no-progress"),
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and "no known provider serves this id" in done.stderr
-    assert not (tmp_path / "x.duckdb").exists()
+    assert not db.exists()
 
 
 def test_a_litellm_model_has_litellm_itself_imported_ahead():

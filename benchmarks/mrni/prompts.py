@@ -23,8 +23,8 @@ PROMPTS_RECIPE = (ROWS_RECIPE, "prompt parts 1")  # change it with what _parts d
 
 def build_prompts(data_dir: Path) -> list[Prompt]:
     """All 4,704 prompts as single-turn user messages, every column kept as metadata. Their parts are
-    derived once per state of the files and kept in the cache folder (derived.py): ~8 ms to build from
-    there against ~65 ms to parse the 14 TSV files and build."""
+    derived once per state of the files and kept in the cache folder (derived.py): ~10 ms to build from
+    there against ~70 ms to parse the 14 TSV files and build."""
     parts = derived("mrni-bb-prompts", expanded_files(data_dir), lambda: _parts(load_expanded(data_dir)),
                     recipe=PROMPTS_RECIPE)
     return [Prompt(BENCHMARK, key, ({"role": "user", "content": content},), metadata)

@@ -4,7 +4,7 @@ A llama-cpp-python built with native flags on another CPU (or one that advertise
 does not enable it) dies with SIGILL at the first token, taking its process with it. So the check loads
 the model and generates one token in a child process; a child killed by a signal, or one that cannot
 load the model, stops the run before anything is sent, with one line naming the cause and the fix.
-A success is cached per model file and llama.cpp build (paths, sizes and mtimes of its libraries), so
+A success is cached per model file and llama.cpp build (derived.file_stamp of its libraries), so
 later runs pay nothing; a failure is never cached.
 """
 

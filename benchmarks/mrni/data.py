@@ -198,14 +198,18 @@ ROWS_RECIPE = "read_tsv 1"  # a change to read_tsv or to the rows' order changes
                             # and cached (prompts.py) is derived again
 
 
-def expanded_files(data_dir: Path) -> list[Path]:
-    """The 14 expanded TSV files in the fixed order (see load_expanded), once the data is verified."""
+def expanded_files(data_dir: Path) -> list[tuple[str, str, Path]]:
+    """(language, subscale, path) of the 14 expanded TSV files in the fixed order: language (en, it), subscale
+    file (AF, D, IOS, NTSM, RE, SRTMS, T); once the data is verified."""
     require_verified(data_dir)
-    return [expanded_path(data_dir, lang, sub) for lang in LANGUAGES for sub in SUBSCALES]
+    return [(lang, sub, expanded_path(data_dir, lang, sub)) for lang in LANGUAGES for sub in SUBSCALES]
+
+
+def read_expanded(files: list[tuple[str, str, Path]]) -> list[tuple[str, str, dict[str, str]]]:
+    """(language, subscale, row) for every row of these files (expanded_files), in row order within each."""
+    return [(lang, sub, row) for lang, sub, path in files for row in read_tsv(path)]
 
 
 def load_expanded(data_dir: Path) -> list[tuple[str, str, dict[str, str]]]:
-    """(language, subscale, row) for all 4,704 prompts, in the fixed order: language (en, it),
-    subscale file (AF, D, IOS, NTSM, RE, SRTMS, T), then row order within the file."""
-    files = zip([(lang, sub) for lang in LANGUAGES for sub in SUBSCALES], expanded_files(data_dir))
-    return [(lang, sub, row) for (lang, sub), path in files for row in read_tsv(path)]
+    """(language, subscale, row) for all 4,704 prompts, in the fixed order of expanded_files."""
+    return read_expanded(expanded_files(data_dir))

@@ -8,7 +8,7 @@ from pathlib import Path
 from ...config import SweepConfig
 from ...derived import derived
 from ...records import Prompt
-from .data import ROWS_RECIPE, expanded_files, load_expanded, resolve_data_dir
+from .data import ROWS_RECIPE, expanded_files, read_expanded, resolve_data_dir
 
 BENCHMARK = "mrni"
 
@@ -25,7 +25,8 @@ def build_prompts(data_dir: Path) -> list[Prompt]:
     """All 4,704 prompts as single-turn user messages, every column kept as metadata. Their parts are
     derived once per state of the files and kept in the cache folder (derived.py): ~10 ms to build from
     there against ~70 ms to parse the 14 TSV files and build."""
-    parts = derived("mrni-bb-prompts", expanded_files(data_dir), lambda: _parts(load_expanded(data_dir)),
+    files = expanded_files(data_dir)  # verified once, whether the parts are read back or derived
+    parts = derived("mrni-bb-prompts", [path for _, _, path in files], lambda: _parts(read_expanded(files)),
                     recipe=PROMPTS_RECIPE)
     return [Prompt(BENCHMARK, key, ({"role": "user", "content": content},), metadata)
             for key, content, metadata in parts]

@@ -49,3 +49,49 @@ def test_the_reading_says_which_way_whether_the_interval_excludes_0_and_what_it_
     assert "cannot be computed: no answer in the ambiguous contexts named a person" in reading(finding(None, None, None))
     assert "none of its answers is in an ambiguous" in reading(finding(None, None, None, answers=0, pairs=0))
     assert "towards neither person" in reading(finding(0.0, -0.1, 0.1))
+
+
+def test_the_findings_are_the_views_numbers_for_every_model_and_language_with_pending_requests(sim, tmp_path,
+                                                                                                mrni_dir):
+    """load() reads the view once per run (the coverage from the same rows): each Finding must still be the
+    views' s_DIS, s_AMB, accuracies and intervals of its cell, and its coverage summed over every condition,
+    pending requests included."""
+    from fairsweep.benchmarks.mrni.findings import AMB, DIS, load
+
+    answers = tmp_path / "answers.json"  # some answers name the woman, the rest the man: scores inside (-1, 1)
+    answers.write_text(json.dumps({"rules": [{"contains": "football", "answer": "The woman."}], "default": "The man."}))
+    server = sim("--answers", str(answers))
+    db = str(tmp_path / "v.duckdb")
+    run = subprocess.run(fairsweep_cmd("run", "--model", f"a=sim-model@{server.base_url}",
+                                       "--model", f"b=sim-model@{server.base_url}", "--limit", "160",
+                                       "--db", db, "--run", "v", "--no-progress"),
+                         env={**os.environ, "FAIRSWEEP_MRNI_DIR": str(mrni_dir)}, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr
+    import duckdb
+
+    conn = duckdb.connect(db)  # five more requests of b planned and never sent: its coverage drops below 100%
+    conn.execute("INSERT INTO requests SELECT * REPLACE (request_id || '-pending' AS request_id, sample + 1 AS sample) "
+                 "FROM requests WHERE run = 'v' AND model = 'b' ORDER BY request_id LIMIT 5")
+    conn.close()
+    expected_coverage = {(m, lang): (int(a), int(e)) for m, lang, a, e in rows(
+        db, "SELECT model, language, sum(answered), sum(expected) FROM mrni_condition_metrics WHERE run = 'v' "
+            "GROUP BY ALL")}
+    cells = {(m, lang, c): rest for m, lang, c, *rest in rows(db, """
+        SELECT m.model, m.language, m.condition, m.s_dis, m.s_amb, m.acc_strict, m.answered, m.n_pairs,
+               i.ci_low, i.ci_high
+        FROM mrni_condition_metrics m LEFT JOIN mrni_intervals i USING (run, model, language, condition)
+        WHERE m.run = 'v' AND m.condition IN (?, ?)
+          AND (i.metric IS NULL OR i.metric = CASE m.condition WHEN ? THEN 's_dis' ELSE 's_amb' END)""",
+        [DIS, AMB, DIS])}
+    found = load(db, "v")
+    assert [(f.model, f.language) for f in found] == sorted(expected_coverage) == [("a", "en"), ("b", "en")]
+    assert expected_coverage[("b", "en")][0] < expected_coverage[("b", "en")][1]  # the pending ones show
+    for f in found:
+        assert (f.answered, f.expected) == expected_coverage[(f.model, f.language)]
+        s_dis, _, acc_dis, n_dis, pairs_dis, low_dis, high_dis = cells[(f.model, f.language, DIS)]
+        _, s_amb, acc_amb, n_amb, pairs_amb, low_amb, high_amb = cells[(f.model, f.language, AMB)]
+        assert f.s_dis == Score(s_dis, low_dis, high_dis, n_dis, pairs_dis)
+        assert f.s_amb == Score(s_amb, low_amb, high_amb, n_amb, pairs_amb)
+        assert (f.acc_dis, f.acc_amb) == (acc_dis, acc_amb)
+    assert all(f.s_dis.low is not None for f in found)  # the intervals were joined

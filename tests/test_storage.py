@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import subprocess
+import sys
 
 import pytest
 
@@ -119,6 +121,39 @@ def _attempt_rows(n: int) -> list[AttemptRow]:
                        ("ok", "transient", "rate_limited")[i % 3], None if i % 3 == 0 else "http_500",
                        None if i % 2 else 500, None if i % 5 else 1.5, "l'uomo “x”" if i % 4 == 0 else None,
                        i if i % 2 else None, None) for i in range(n)]
+
+
+def test_a_streamed_plan_step_and_a_writer_commit_go_in_as_lists_without_numpy(tmp_path):
+    """NumPy (~10 MB) is imported only for a bulk load larger than a plan step or a default commit."""
+    code = f"""
+import datetime as dt, sys
+from fairsweep.config import SweepConfig
+from fairsweep.engine.plan_stream import MAX_PLAN_ROWS
+from fairsweep.records import AttemptRow
+from fairsweep.storage.bulk import COLUMNAR_FROM, insert_rows
+from fairsweep.storage.db import open_db
+at = dt.datetime(2026, 3, 1, tzinfo=dt.timezone.utc)
+rows = [AttemptRow(f"a{{i}}", f"r{{i}}", "s", 0, at, 1.0, "ok", None, 200, None, None, 1, None)
+        for i in range(COLUMNAR_FROM)]
+conn = open_db({str(tmp_path / "n.duckdb")!r})
+largest = max(MAX_PLAN_ROWS, SweepConfig().flush_rows)
+assert largest < COLUMNAR_FROM, (largest, COLUMNAR_FROM)
+insert_rows(conn, "attempts", AttemptRow._fields, rows[:largest])
+assert "numpy" not in sys.modules
+insert_rows(conn, "attempts", AttemptRow._fields, rows)  # the rest, through the columnar path
+assert "numpy" in sys.modules
+assert conn.execute("SELECT count(*) FROM attempts").fetchone()[0] == COLUMNAR_FROM
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_run_connection_uses_one_thread_and_hands_what_it_frees_back_to_the_system(db_path):
+    conn = open_db(db_path)
+    threads, flush = conn.execute("SELECT current_setting('threads'), "
+                                  "current_setting('allocator_bulk_deallocation_flush_threshold')").fetchone()
+    conn.close()
+    assert (threads, flush) == (1, "1.0 MiB")
 
 
 def test_many_rows_and_a_few_rows_are_stored_alike_and_a_repeated_insert_changes_nothing(db_path, tmp_path):

@@ -55,9 +55,9 @@ def open_readonly(db: str | Path) -> duckdb.DuckDBPyConnection:
 # small to gain from DuckDB's worker threads, which cost CPU to wake and a hash table each in the larger
 # queries (measured: ~5% less CPU and ~8 MB less peak RSS for a 4,704-answer run).
 # DuckDB's allocator keeps what a query, a commit or a checkpoint frees for reuse, and hands it back to the
-# system only after a bulk free of 512 MB (its default). A run frees a few MB at a time, so what its largest
-# step used stayed resident to the end: at 1 MB, ~9 MB less peak RSS for 4,704 answers, ~20 for 94,080,
-# for ~0.03 ms more CPU per answer (README, issue 25, seventh round).
+# system only after one bulk free of more than 512 MB (its default). A run frees a few blocks at a time, so
+# what its largest step used stayed resident to the end. At 1 MiB: ~9 MB less peak RSS for 4,704 answers
+# (the peak at 94,080 did not move), for ~0.02 ms more CPU per answer (README, issue 25, seventh round).
 RUN_SETTINGS = {"threads": 1, "allocator_bulk_deallocation_flush_threshold": "1MiB"}
 READER_LOCK_WAIT_S = 5.0  # a writer waits this long for readers that opened the free file (status, view)
 

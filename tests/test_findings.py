@@ -7,6 +7,8 @@ import json
 import os
 import subprocess
 
+import duckdb
+
 from helpers import fairsweep_cmd, rows
 from fairsweep.benchmarks.mrni.findings import Finding, Score, reading
 
@@ -68,8 +70,6 @@ def test_the_findings_are_the_views_numbers_for_every_model_and_language_with_pe
                          env={**os.environ, "FAIRSWEEP_MRNI_DIR": str(mrni_dir)}, capture_output=True, text=True,
                          timeout=300)
     assert run.returncode == 0, run.stderr
-    import duckdb
-
     conn = duckdb.connect(db)  # five more requests of b planned and never sent: its coverage drops below 100%
     conn.execute("INSERT INTO requests SELECT * REPLACE (request_id || '-pending' AS request_id, sample + 1 AS sample) "
                  "FROM requests WHERE run = 'v' AND model = 'b' ORDER BY request_id LIMIT 5")

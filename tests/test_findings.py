@@ -10,7 +10,7 @@ import subprocess
 import duckdb
 
 from helpers import fairsweep_cmd, rows
-from fairsweep.benchmarks.mrni.findings import Finding, Score, reading
+from fairsweep.benchmarks.mrni.findings import AMB, DIS, Finding, Score, load, reading
 
 
 def test_a_run_ends_with_its_findings_their_reading_and_the_report_command(sim, tmp_path, mrni_dir):
@@ -58,8 +58,6 @@ def test_the_findings_are_the_views_numbers_for_every_model_and_language_with_pe
     """load() reads the view once per run (the coverage from the same rows): each Finding must still be the
     views' s_DIS, s_AMB, accuracies and intervals of its cell, and its coverage summed over every condition,
     pending requests included."""
-    from fairsweep.benchmarks.mrni.findings import AMB, DIS, load
-
     answers = tmp_path / "answers.json"  # some answers name the woman, the rest the man: scores inside (-1, 1)
     answers.write_text(json.dumps({"rules": [{"contains": "football", "answer": "The woman."}], "default": "The man."}))
     server = sim("--answers", str(answers))

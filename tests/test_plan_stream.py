@@ -219,7 +219,8 @@ def test_the_first_plan_step_is_committed_before_the_executor_starts_and_fed_bef
         assert pending > 0
         assert feed.planner.planned[config.models[0].name] == PLAN_ROWS  # fed from the first step, no second yet
         first_window = feed.pending[config.models[0].name]
-        assert all(item.prompt.key in {p.key for p in prompts[:PLAN_ROWS]} for item in first_window)
+        first_step = {p.key for p in prompts[:PLAN_ROWS]}
+        assert all(item.prompt.key in first_step for item in first_window)
     finally:
         feed.close()
         conn.close()

@@ -14,15 +14,21 @@ COLUMNAR_FROM = 2048  # rows: from here on, columns go in as NumPy arrays (impor
                      # streamed plan's steps (<= 1,024 requests) and the writer's commits (512 rows by default),
                      # ~4 us more per row (measured at 512 and 1,024 rows), so that a run that never loads more at
                      # once does not hold NumPy (~10 MB) while it sends, nor does its first request wait for it
+# Tables whose key no index keeps: an ART index stays in memory (~70 bytes per key, never evicted), so one on
+# the answers made a run's memory grow with them (migration 0020). Inserting skips what is already stored.
+UNINDEXED_KEYS = {"attempts": "attempt_id", "responses": "request_id"}
 _names = itertools.count()
 
 
 def insert_rows(conn: duckdb.DuckDBPyConnection, table: str, columns: tuple[str, ...], rows: list[tuple], *,
                 keyed: bool = True) -> None:
-    """Idempotent bulk insert (INSERT OR IGNORE); `keyed=False` for a table without a key (`requests`: its
-    writer never writes a row twice), a plain INSERT. A few rows go in as one list parameter per column (UNNEST:
+    """Idempotent bulk insert: a row whose key is stored is skipped (INSERT OR IGNORE; for the tables in
+    UNINDEXED_KEYS, looked up first). `keyed=False` for a table without a key (`requests`: its writer never
+    writes a row twice), a plain INSERT. A few rows go in as one list parameter per column (UNNEST:
     ~100x faster than executemany); many as a scan of NumPy object arrays, which DuckDB reads without turning
     every value into a parameter object: for the 4,704 prompts of a plan, ~3x faster and ~35 MB less memory."""
+    if keyed and table in UNINDEXED_KEYS:
+        rows, keyed = _not_stored(conn, table, columns.index(UNINDEXED_KEYS[table]), rows), False
     if not rows:
         return
     names = ", ".join(columns)
@@ -42,3 +48,19 @@ def insert_rows(conn: duckdb.DuckDBPyConnection, table: str, columns: tuple[str,
         conn.execute(f"{insert} INTO {table} ({names}) SELECT * FROM {view}")
     finally:
         conn.unregister(view)
+
+
+def _not_stored(conn: duckdb.DuckDBPyConnection, table: str, at: int, rows: list[tuple]) -> list[tuple]:
+    """The rows whose key (column `at`) is neither stored nor repeated earlier in `rows`, as INSERT OR IGNORE
+    keeps them. Looked up as a semi-join: DuckDB builds on the few keys given and scans the table's keys."""
+    if not rows:
+        return rows
+    key = UNINDEXED_KEYS[table]
+    keys = [row[at] for row in rows]
+    stored = {found for found, in conn.execute(
+        f"SELECT {key} FROM {table} WHERE {key} IN (SELECT unnest($1))", [keys]).fetchall()}
+    fresh: dict = {}
+    for key_value, row in zip(keys, rows):
+        if key_value not in stored:
+            fresh.setdefault(key_value, row)
+    return list(fresh.values())

@@ -10,7 +10,11 @@ import subprocess
 import duckdb
 
 from helpers import fairsweep_cmd, rows
+from fairsweep.benchmarks.mrni import chunks
+from fairsweep.benchmarks.mrni.chunks import model_chunks
 from fairsweep.benchmarks.mrni.findings import AMB, DIS, Finding, Score, load, reading
+from fairsweep.benchmarks.mrni.stats import compute_statistics
+from fairsweep.storage.db import open_db
 
 
 def test_a_run_ends_with_its_findings_their_reading_and_the_report_command(sim, tmp_path, mrni_dir):
@@ -54,7 +58,7 @@ def test_the_reading_says_which_way_whether_the_interval_excludes_0_and_what_it_
 
 
 def test_the_findings_are_the_views_numbers_for_every_model_and_language_with_pending_requests(sim, tmp_path,
-                                                                                                mrni_dir):
+                                                                                                mrni_dir, monkeypatch):
     """load() reads the view once per run (the coverage from the same rows): each Finding must still be the
     views' s_DIS, s_AMB, accuracies and intervals of its cell, and its coverage summed over every condition,
     pending requests included."""
@@ -93,3 +97,36 @@ def test_the_findings_are_the_views_numbers_for_every_model_and_language_with_pe
         assert f.s_amb == Score(s_amb, low_amb, high_amb, n_amb, pairs_amb)
         assert (f.acc_dis, f.acc_amb) == (acc_dis, acc_amb)
     assert all(f.s_dis.low is not None for f in found)  # the intervals were joined
+
+    # a few models per query (benchmarks/mrni/chunks.py): one model per query gives the same findings and statistics
+    statistics = ("SELECT * EXCLUDE (computed_at) FROM mrni_intervals WHERE run = 'v' ORDER BY ALL",
+                  "SELECT * EXCLUDE (computed_at) FROM mrni_binomial WHERE run = 'v' ORDER BY ALL")
+    computed = []
+    for size, grouped in ((10**9, [["a", "b"]]), (1, [["a"], ["b"]])):
+        monkeypatch.setattr(chunks, "CHUNK_ANSWERS", size)
+        conn = open_db(db)
+        assert model_chunks(conn, "v") == grouped
+        compute_statistics(conn, "v")
+        conn.close()
+        computed.append([rows(db, query) for query in statistics])
+        assert load(db, "v") == found
+    assert all(computed[0]) and computed[1] == computed[0]
+
+
+def test_models_are_grouped_up_to_a_number_of_planned_answers_and_a_large_model_alone(tmp_path, monkeypatch):
+    conn = open_db(tmp_path / "c.duckdb")
+    planned = {"a": 10, "b": 10, "c": 30, "d": 5, "e": 15}
+    for model, n in planned.items():
+        conn.execute("INSERT INTO requests (request_id, run, model, benchmark, prompt_key, prompt_hash, sample, "
+                     "params, ordinal) SELECT ? || range, 'r', ?, 'mrni', 'k' || range, 'h', 0, '{}', range "
+                     "FROM range(?)", [model, model, n])
+    conn.execute("INSERT INTO requests (request_id, run, model, benchmark, prompt_key, prompt_hash, sample, params, "
+                 "ordinal) VALUES ('other', 'r2', 'z', 'mrni', 'k', 'h', 0, '{}', 0), "
+                 "('set', 'r', 'y', 'myset', 'k', 'h', 0, '{}', 0)")  # another run, another benchmark
+    monkeypatch.setattr(chunks, "CHUNK_ANSWERS", 20)
+    assert model_chunks(conn, "r") == [["a", "b"], ["c"], ["d", "e"]]
+    assert model_chunks(conn, "r", ["e", "a", "c"]) == [["a"], ["c"], ["e"]]
+    monkeypatch.setattr(chunks, "CHUNK_ANSWERS", 10**6)
+    assert model_chunks(conn, "r") == [["a", "b", "c", "d", "e"]]
+    assert model_chunks(conn, "missing") == []
+    conn.close()

@@ -16,6 +16,7 @@ from helpers import fairsweep_cmd, rows, stored_fingerprints, wait_for_ok
 from fairsweep.records import AttemptRow, ResponseRow
 from fairsweep.storage.db import open_db
 from fairsweep.storage.journal import Journal, decode, encode, replay, segments
+from fairsweep.storage.writer import RowWriter
 
 NOW = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.timezone.utc)
 # An answer the simulated server sent this long before a kill has been read by the client (loopback): not
@@ -56,6 +57,28 @@ def test_replay_commits_what_a_dead_process_journaled_once_and_deletes_the_segme
             [(f"r{i}", f"answer {i} ünïcode") for i in range(3)]
         assert segments(db) == []
         assert replay(conn, db) == 0  # nothing left: a second replay has nothing to do
+    finally:
+        conn.close()
+
+
+def test_a_segment_whose_rows_were_committed_before_the_kill_stores_each_answer_once(tmp_path):
+    """Killed after its batch committed but before the segment was deleted: the replay skips what is stored
+    (the answer tables keep their key without an index, migration 0020)."""
+    db = tmp_path / "j.duckdb"
+    journal = Journal(db)
+    for i in range(4):
+        journal.append(attempt(i))
+        journal.append(response(i))
+    journal.seal()
+    conn = open_db(db)
+    writer = RowWriter(conn, flush_rows=100, flush_ms=60_000)
+    writer.add(*(row for i in range(3) for row in (attempt(i), response(i))))  # three of the four committed
+    writer.close()
+    conn.close()
+    conn = open_db(db)  # replays the segment: rows 0-2 are stored, row 3 is not
+    try:
+        assert conn.execute("SELECT count(*), count(DISTINCT attempt_id) FROM attempts").fetchone() == (4, 4)
+        assert conn.execute("SELECT request_id FROM responses ORDER BY 1").fetchall() == [(f"r{i}",) for i in range(4)]
     finally:
         conn.close()
 

@@ -1,5 +1,6 @@
-"""Memory that does not grow with the plan: the plan table without keyed indexes (migration 0019), each request
-planned once all the same, and DuckDB's memory limit fitted to the indexes that remain (storage/memory.py)."""
+"""Memory that does not grow with the plan or its answers: the plan table (migration 0019) and the answer tables
+(0020) without keyed indexes, each request planned and each answer stored once all the same, and DuckDB's memory
+limit fitted to the indexes that remain (storage/memory.py)."""
 
 from __future__ import annotations
 
@@ -79,8 +80,7 @@ def test_the_memory_limit_follows_the_keyed_rows(db_path):
     conn = open_db(db_path)
     empty = memory.fit_memory_limit(conn)
     assert memory.WORKING_BYTES <= empty < memory.WORKING_BYTES + 2**20
-    conn.execute("INSERT INTO attempts (attempt_id, request_id, session_id, attempt_no, started_at, outcome) "
-                 "SELECT md5(range::VARCHAR), 'r', 's', 1, now(), 'ok' FROM range(50000)")
+    conn.execute(keyed_labels(50_000))
     assert memory.fit_memory_limit(conn) >= empty + 50_000 * memory.KEY_BYTES
     limit = conn.execute("SELECT current_setting('memory_limit')").fetchone()[0]
     assert limit.endswith("MiB") and float(limit.split()[0]) * 2**20 >= empty + 50_000 * memory.KEY_BYTES - 2**20
@@ -90,8 +90,7 @@ def test_the_memory_limit_follows_the_keyed_rows(db_path):
 def test_a_db_whose_indexes_outgrow_the_working_margin_still_takes_answers(db_path, monkeypatch):
     """A fixed limit of the working margin alone fails once the indexes outgrow it; the fitted one does not."""
     conn = open_db(db_path)
-    conn.execute("INSERT INTO attempts (attempt_id, request_id, session_id, attempt_no, started_at, outcome) "
-                 "SELECT md5(range::VARCHAR), 'r', 's', 1, now(), 'ok' FROM range(200000)")
+    conn.execute(keyed_labels(200_000))
     conn.close()
     monkeypatch.setattr(memory, "WORKING_BYTES", 4 * 2**20)
     monkeypatch.setattr(memory, "REFIT_ROWS", 1000)
@@ -99,8 +98,7 @@ def test_a_db_whose_indexes_outgrow_the_working_margin_still_takes_answers(db_pa
     fixed = open_db(db_path)
     fixed.execute("SET memory_limit = '4MB'")
     with pytest.raises(duckdb.OutOfMemoryException):
-        fixed.execute("INSERT INTO attempts (attempt_id, request_id, session_id, attempt_no, started_at, outcome) "
-                      "SELECT md5((range + 1e7)::VARCHAR), 'r', 's', 1, now(), 'ok' FROM range(5000)")
+        fixed.execute(keyed_labels(5000, first=10**7))
     fixed.close()
 
     conn = open_db(db_path)
@@ -110,17 +108,106 @@ def test_a_db_whose_indexes_outgrow_the_working_margin_still_takes_answers(db_pa
         writer.add(*attempt_rows(1000, f"w{batch}-"))
         writer.flush()
     writer.close()
-    assert conn.execute("SELECT count(*) FROM attempts").fetchone() == (205_000,)
+    conn.execute(keyed_labels(5000, first=10**7))
+    assert conn.execute("SELECT count(*) FROM attempts").fetchone() == (5000,)
+    assert conn.execute("SELECT count(*) FROM promptset_labels").fetchone() == (205_000,)
     conn.close()
 
 
-def test_the_working_margin_is_a_knob_and_a_bad_value_is_refused_in_one_line(db_path, monkeypatch):
-    from fairsweep.errors import ConfigError
+def keyed_labels(n: int, first: int = 0) -> str:
+    """SQL that adds n rows to a table that keeps its key by an index (a prompt set's labels)."""
+    return ("INSERT INTO promptset_labels (request_id, benchmark, kind, label, parser_version, scored_at) "
+            f"SELECT md5((range + {first})::VARCHAR), 'set', 'answer', 'x', 'v1', now() FROM range({n})")
+
+
+ANSWER_TABLES = ("attempts", "responses", "mrni_labels")
+ATTEMPT = ("INSERT INTO attempts (attempt_id, request_id, session_id, attempt_no, started_at, outcome) "
+           "VALUES (?, ?, 's', 1, ?, 'ok')")
+RESPONSE = "INSERT INTO responses (request_id, attempt_id, text, received_at) VALUES (?, ?, ?, ?)"
+LABEL = "INSERT INTO mrni_labels VALUES (?, ?, ?, 'v1', ?)"
+
+
+def indexes(conn, table: str) -> int:
+    return conn.execute("SELECT index_count FROM duckdb_tables() WHERE table_name = ?", [table]).fetchone()[0]
+
+
+def test_the_answer_tables_of_an_older_db_lose_their_indexes_and_keep_every_row_and_check(db_path):
+    old = schema_at(db_path, 19)
+    for i in range(50):
+        old.execute(ATTEMPT, [f"a{i}", f"r{i}", NOW])
+        old.execute(RESPONSE, [f"r{i}", f"a{i}", f"answer {i} ünï", NOW])
+        old.execute(LABEL, [f"r{i}", "MWXYURFO"[i % 8], None if i % 3 else "span", NOW])
+    assert [indexes(old, t) for t in ANSWER_TABLES] == [1, 1, 1]
+    before = {t: old.execute(f"SELECT * FROM {t} ORDER BY ALL").fetchall() for t in ANSWER_TABLES}
+    old.close()
+    conn = open_db(db_path)
+    assert [indexes(conn, t) for t in ANSWER_TABLES] == [0, 0, 0]
+    assert {t: conn.execute(f"SELECT * FROM {t} ORDER BY ALL").fetchall() for t in ANSWER_TABLES} == before
+    with pytest.raises(duckdb.ConstraintException):  # NOT NULL kept
+        conn.execute(RESPONSE, ["r-new", None, "x", NOW])
+    with pytest.raises(duckdb.ConstraintException):  # the label's CHECK kept
+        conn.execute(LABEL, ["r-new", "Q", None, NOW])
+    assert conn.execute("SELECT count(*) FROM attempt_errors").fetchone() == (0,)  # the views read the new tables
+    conn.close()
+
+
+@pytest.mark.parametrize("columnar", [False, True])
+def test_an_answer_table_without_an_index_keeps_the_first_row_of_each_key(db_path, monkeypatch, columnar):
+    """insert_rows skips a key already stored or given earlier in the same call, as INSERT OR IGNORE did."""
+    from fairsweep.records import ResponseRow
+    from fairsweep.storage import bulk
+
+    monkeypatch.setattr(bulk, "COLUMNAR_FROM", 1 if columnar else 10**6)
+    conn = open_db(db_path)
+
+    def response(i: int, text: str) -> ResponseRow:
+        return ResponseRow(f"r{i}", f"a{i}", text, "stop", 1, 1, 0.0, "m", None, 1.0, NOW)
+
+    bulk.insert_rows(conn, "responses", ResponseRow._fields, [response(i, "first") for i in range(0, 60, 2)])
+    bulk.insert_rows(conn, "responses", ResponseRow._fields,
+                     [response(i, "second") for i in range(60)] + [response(61, "third"), response(61, "fourth")])
+    stored = dict(conn.execute("SELECT request_id, text FROM responses").fetchall())
+    assert conn.execute("SELECT count(*) FROM responses").fetchone()[0] == len(stored) == 61
+    assert stored == {**{f"r{i}": "second" for i in range(1, 60, 2)}, **{f"r{i}": "first" for i in range(0, 60, 2)},
+                      "r61": "third"}
+    conn.close()
+
+
+def test_a_new_label_replaces_the_old_one_without_an_index(db_path):
+    from fairsweep.benchmarks.mrni.labels import upsert_labels
 
     conn = open_db(db_path)
-    monkeypatch.setenv("FAIRSWEEP_DUCKDB_WORKING_MB", "200")
-    assert 200 * 2**20 <= memory.fit_memory_limit(conn) < 201 * 2**20
-    monkeypatch.setenv("FAIRSWEEP_DUCKDB_WORKING_MB", "8")
-    with pytest.raises(ConfigError, match=r"FAIRSWEEP_DUCKDB_WORKING_MB='8': expected a whole number from 32"):
-        memory.fit_memory_limit(conn)
+    upsert_labels(conn, [("r1", "M", "he"), ("r2", "W", "she")])
+    upsert_labels(conn, [("r1", "U", None), ("r3", "X", "x"), ("r3", "Y", "y")])  # the last of r3 wins
+    assert conn.execute("SELECT request_id, label, span FROM mrni_labels ORDER BY 1").fetchall() == \
+        [("r1", "U", None), ("r2", "W", "she"), ("r3", "Y", "y")]
+    conn.close()
+
+
+def test_a_run_stores_each_answer_once_without_an_index(server, db_path):
+    config = sweep(db_path, [sim_model(server, "a"), sim_model(server, "b")])
+    prompts = make_prompts(300)
+    for _ in range(2):  # the second run resumes: nothing is stored twice
+        assert run_sweep(config, prompts, command="test", progress=False).complete
+    conn = open_db(db_path)
+    assert conn.execute("SELECT count(*), count(DISTINCT request_id) FROM responses").fetchone() == (600, 600)
+    assert conn.execute("SELECT count(*), count(DISTINCT attempt_id) FROM attempts").fetchone() == (600, 600)
+    conn.close()
+
+
+def test_answers_written_pin_no_index_memory(db_path):
+    """The writer's connection holds no index entry for the answers it stored (before 0020: ~70 bytes per key,
+    two keys per answer, for as long as the connection lived)."""
+    from fairsweep.records import ResponseRow
+
+    conn = open_db(db_path)
+    writer = RowWriter(conn, flush_rows=2000, flush_ms=60_000)
+    for attempt in attempt_rows(20_000, "x"):
+        writer.add(attempt, ResponseRow(attempt.request_id, attempt.attempt_id, "answer", "stop", 1, 1, 0.0, "m",
+                                        None, 1.0, NOW))
+    writer.close()
+    assert conn.execute("SELECT count(*) FROM responses").fetchone() == (20_000,)
+    pinned = conn.execute("SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory() "
+                          "WHERE tag = 'ART_INDEX'").fetchone()[0]
+    assert pinned < 2**18, pinned
     conn.close()

@@ -133,27 +133,28 @@ from fairsweep.records import AttemptRow
 from fairsweep.storage.bulk import COLUMNAR_FROM, insert_rows
 from fairsweep.storage.db import open_db
 at = dt.datetime(2026, 3, 1, tzinfo=dt.timezone.utc)
-rows = [AttemptRow(f"a{{i}}", f"r{{i}}", "s", 0, at, 1.0, "ok", None, 200, None, None, 1, None)
-        for i in range(COLUMNAR_FROM)]
-conn = open_db({str(tmp_path / "n.duckdb")!r})
 largest = max(MAX_PLAN_ROWS, SweepConfig().flush_rows)
 assert largest < COLUMNAR_FROM, (largest, COLUMNAR_FROM)
+rows = [AttemptRow(f"a{{i}}", f"r{{i}}", "s", 0, at, 1.0, "ok", None, 200, None, None, 1, None)
+        for i in range(largest + COLUMNAR_FROM)]
+conn = open_db({str(tmp_path / "n.duckdb")!r})
 insert_rows(conn, "attempts", AttemptRow._fields, rows[:largest])
 assert "numpy" not in sys.modules
-insert_rows(conn, "attempts", AttemptRow._fields, rows)  # the rest, through the columnar path
+insert_rows(conn, "attempts", AttemptRow._fields, rows[largest:])  # new rows, through the columnar path
 assert "numpy" in sys.modules
-assert conn.execute("SELECT count(*) FROM attempts").fetchone()[0] == COLUMNAR_FROM
+assert conn.execute("SELECT count(*) FROM attempts").fetchone()[0] == len(rows)
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
 
 
-def test_a_run_connection_uses_one_thread_and_hands_what_it_frees_back_to_the_system(db_path):
+def test_a_run_connection_uses_one_thread_hands_back_what_it_frees_and_checkpoints_every_8_mb(db_path):
     conn = open_db(db_path)
-    threads, flush = conn.execute("SELECT current_setting('threads'), "
-                                  "current_setting('allocator_bulk_deallocation_flush_threshold')").fetchone()
+    settings = conn.execute("SELECT current_setting('threads'), "
+                            "current_setting('allocator_bulk_deallocation_flush_threshold'), "
+                            "current_setting('checkpoint_threshold')").fetchone()
     conn.close()
-    assert (threads, flush) == (1, "1.0 MiB")
+    assert settings == (1, "1.0 MiB", "7.6 MiB")  # DuckDB shows 8 MB (8,000,000 bytes) in MiB
 
 
 def test_many_rows_and_a_few_rows_are_stored_alike_and_a_repeated_insert_changes_nothing(db_path, tmp_path):

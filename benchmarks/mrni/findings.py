@@ -14,15 +14,16 @@ import sys
 from dataclasses import dataclass
 
 from ...storage.db import RUN_SETTINGS, open_db
+from .chunks import model_chunks
 
 DIS, AMB = "disambiguated_gs", "ambiguous_gs"
-# Every condition of the run, then its two headline rows' intervals. The run's rows are computed first
-# (MATERIALIZED): a filter on condition pushed down into the view made DuckDB plan the view with ~2x its
-# memory (27 against 15 MB for 4,704 answers), and the coverage comes from the same rows, not a second pass.
+# Every condition of a few of the run's models (chunks.py), then its two headline rows' intervals. The rows
+# are computed first (MATERIALIZED): a filter on condition pushed down into the view made DuckDB plan the view
+# with ~2x its memory (27 against 15 MB for 4,704 answers), and the coverage comes from the same rows.
 _SQL = """
 WITH m AS MATERIALIZED (
     SELECT run, model, language, condition, answered, expected, n_pairs, acc_strict, s_dis, s_amb
-    FROM mrni_condition_metrics WHERE run = $run
+    FROM mrni_condition_metrics WHERE run = $run AND list_contains($models, model)
 )
 SELECT m.*, i.ci_low, i.ci_high, i.metric
 FROM m
@@ -62,7 +63,8 @@ def load(db: str, run: str) -> list[Finding]:
     """One Finding per model and language of `run` (empty when nothing was scored)."""
     conn = open_db(db, read_only=True, config=dict(RUN_SETTINGS))  # one hash table, not one per thread: the
     try:                                                             # peak of a run's findings at a large plan
-        rows = conn.execute(_SQL, {"run": run, "dis": DIS}).fetchall()
+        rows = [row for chunk in model_chunks(conn, run)
+                for row in conn.execute(_SQL, {"run": run, "models": chunk, "dis": DIS}).fetchall()]
     finally:
         conn.close()
     cells: dict[tuple[str, str], dict[str, tuple]] = {}

@@ -71,8 +71,10 @@ def store_labels(conn: duckdb.DuckDBPyConnection, labels: list[tuple[str, str, s
 
 def upsert_labels(conn: duckdb.DuckDBPyConnection, labels: list[tuple[str, str, str | None]]) -> None:
     """(request_id, label, span) rows for the current parser version, inside the caller's transaction."""
-    ids, values, spans = (list(col) for col in zip(*labels))
+    # no index keeps request_id unique (migration 0020): a new label replaces the old one by delete and insert
+    ids, values, spans = (list(col) for col in zip(*{row[0]: row for row in labels}.values()))
+    conn.execute("DELETE FROM mrni_labels WHERE request_id IN (SELECT unnest($1))", [ids])
     conn.execute("""
-        INSERT OR REPLACE INTO mrni_labels (request_id, label, span, parser_version, scored_at)
+        INSERT INTO mrni_labels (request_id, label, span, parser_version, scored_at)
         SELECT unnest($1), unnest($2), unnest($3), $4, $5""",
                  [ids, values, spans, PARSER_VERSION, datetime.now(timezone.utc)])

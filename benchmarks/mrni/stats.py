@@ -30,6 +30,8 @@ from datetime import datetime, timezone
 import duckdb
 import numpy as np
 
+from .chunks import model_chunks
+
 N_BOOT = 1000
 SEED = 20260
 LEVEL = 0.95
@@ -225,11 +227,12 @@ def compute_statistics(conn: duckdb.DuckDBPyConnection, run: str, *, n_boot: int
     """Recompute mrni_intervals and mrni_binomial for one run (every model, or these), replacing their old
     rows, and record the fingerprints they were computed from (`inputs`: read now when not given)."""
     inputs = inputs if inputs is not None else fingerprints(conn, run, n_boot, seed)
-    intervals, binomial = [], []
-    for group in load_groups(conn, run, models):
-        intervals += interval_rows(run, group, n_boot, seed)
-        binomial += binomial_rows(run, group)
-    coverage = _coverage(conn, run, models)
+    intervals, binomial, coverage = [], [], {}
+    for chunk in model_chunks(conn, run, models):  # a few models per query: chunks.py
+        for group in load_groups(conn, run, chunk):
+            intervals += interval_rows(run, group, n_boot, seed)
+            binomial += binomial_rows(run, group)
+        coverage.update(_coverage(conn, run, chunk))
     now = datetime.now(timezone.utc)
     done = sorted(inputs) if models is None else [m for m in models if m in inputs]
     conn.execute("BEGIN TRANSACTION")

@@ -21,19 +21,20 @@ _names = itertools.count()
 
 
 def insert_rows(conn: duckdb.DuckDBPyConnection, table: str, columns: tuple[str, ...], rows: list[tuple], *,
-                keyed: bool = True) -> None:
+                keyed: bool = True, columnar: bool = True) -> None:
     """Idempotent bulk insert: a row whose key is stored is skipped (INSERT OR IGNORE; for the tables in
     UNINDEXED_KEYS, looked up first). `keyed=False` for a table without a key (`requests`: its writer never
     writes a row twice), a plain INSERT. A few rows go in as one list parameter per column (UNNEST:
     ~100x faster than executemany); many as a scan of NumPy object arrays, which DuckDB reads without turning
-    every value into a parameter object: for the 4,704 prompts of a plan, ~3x faster and ~35 MB less memory."""
+    every value into a parameter object: for the 4,704 prompts of a plan, ~3x faster and ~35 MB less memory.
+    `columnar=False`: lists whatever the size (a run's writer: NumPy, once loaded, stays for the whole run)."""
     if keyed and table in UNINDEXED_KEYS:
         rows, keyed = _not_stored(conn, table, columns.index(UNINDEXED_KEYS[table]), rows), False
     if not rows:
         return
     names = ", ".join(columns)
     insert = "INSERT OR IGNORE" if keyed else "INSERT"
-    if len(rows) < COLUMNAR_FROM:
+    if len(rows) < COLUMNAR_FROM or not columnar:
         select = ", ".join(f"unnest(${i + 1})" for i in range(len(columns)))
         conn.execute(f"{insert} INTO {table} ({names}) SELECT {select}", [list(col) for col in zip(*rows)])
         return

@@ -113,13 +113,14 @@ def test_the_findings_are_the_views_numbers_for_every_model_and_language_with_pe
     assert all(computed[0]) and computed[1] == computed[0]
 
 
-def test_models_are_grouped_up_to_a_number_of_planned_answers_and_a_large_model_alone(tmp_path, monkeypatch):
+def test_models_are_grouped_up_to_a_number_of_labelled_answers_and_a_large_model_alone(tmp_path, monkeypatch):
     conn = open_db(tmp_path / "c.duckdb")
-    planned = {"a": 10, "b": 10, "c": 30, "d": 5, "e": 15}
-    for model, n in planned.items():
+    labelled = {"a": 10, "b": 10, "c": 30, "d": 5, "e": 15}
+    for model, n in labelled.items():  # each model has 40 requests planned, n of them answered and labelled
         conn.execute("INSERT INTO requests (request_id, run, model, benchmark, prompt_key, prompt_hash, sample, "
                      "params, ordinal) SELECT ? || range, 'r', ?, 'mrni', 'k' || range, 'h', 0, '{}', range "
-                     "FROM range(?)", [model, model, n])
+                     "FROM range(40)", [model, model])
+        conn.execute("INSERT INTO mrni_labels SELECT ? || range, 'U', NULL, 'v1', now() FROM range(?)", [model, n])
     conn.execute("INSERT INTO requests (request_id, run, model, benchmark, prompt_key, prompt_hash, sample, params, "
                  "ordinal) VALUES ('other', 'r2', 'z', 'mrni', 'k', 'h', 0, '{}', 0), "
                  "('set', 'r', 'y', 'myset', 'k', 'h', 0, '{}', 0)")  # another run, another benchmark

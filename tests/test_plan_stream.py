@@ -241,3 +241,24 @@ def test_prompts_are_told_apart_by_key_and_hashed_only_when_a_key_repeats():
         check_unique([prompt("a", "one"), prompt("a", "one")])
     with pytest.raises(DataError, match="gives prompt 'a' twice"):
         check_unique([prompts[0], prompts[0]])  # the very same prompt object
+
+
+def test_an_idle_planner_takes_larger_steps_only_when_much_of_the_plan_is_left(server, db_path, monkeypatch):
+    """Larger steps go in through NumPy (~15 MB): worth it for a large plan, not for what a run holds anyway."""
+    from fairsweep.engine import plan_stream
+
+    conn = open_db(db_path)
+    prompts = make_prompts(40)
+    specs = [sim_model(server, "a"), sim_model(server, "b")]
+    steps = {}
+    for idle_from in (81, 80):  # 80 requests are left before the first step
+        monkeypatch.setattr(plan_stream, "IDLE_FROM", idle_from)
+        planner = plan_stream.Planner(conn, f"r{idle_from}", prompts, specs, step_rows=4, max_rows=8)
+        planner.hurry()
+        steps[idle_from] = planner.step_prompts
+        planner.finish()
+        assert planner.planned == {"a": 40, "b": 40}
+        planner.close()
+    assert steps == {81: 8, 80: plan_stream.IDLE_PLAN_ROWS}
+    assert conn.execute("SELECT count(*), count(DISTINCT request_id) FROM requests").fetchone() == (160, 160)
+    conn.close()

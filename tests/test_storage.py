@@ -124,7 +124,7 @@ def _attempt_rows(n: int) -> list[AttemptRow]:
 
 
 def test_a_streamed_plan_step_and_a_writer_commit_go_in_as_lists_without_numpy(tmp_path):
-    """NumPy (~10 MB) is imported only for a bulk load larger than a plan step or a default commit."""
+    """NumPy (~10 MB) is imported only for a bulk load larger than a plan step, never for a run's commits."""
     code = f"""
 import datetime as dt, sys
 from fairsweep.config import SweepConfig
@@ -132,6 +132,7 @@ from fairsweep.engine.plan_stream import MAX_PLAN_ROWS
 from fairsweep.records import AttemptRow
 from fairsweep.storage.bulk import COLUMNAR_FROM, insert_rows
 from fairsweep.storage.db import open_db
+from fairsweep.storage.writer import RowWriter
 at = dt.datetime(2026, 3, 1, tzinfo=dt.timezone.utc)
 largest = max(MAX_PLAN_ROWS, SweepConfig().flush_rows)
 assert largest < COLUMNAR_FROM, (largest, COLUMNAR_FROM)
@@ -140,9 +141,13 @@ rows = [AttemptRow(f"a{{i}}", f"r{{i}}", "s", 0, at, 1.0, "ok", None, 200, None,
 conn = open_db({str(tmp_path / "n.duckdb")!r})
 insert_rows(conn, "attempts", AttemptRow._fields, rows[:largest])
 assert "numpy" not in sys.modules
+writer = RowWriter(conn, flush_rows=10**6, flush_ms=60_000)  # a commit that let more rows wait than that
+writer.add(*[row._replace(attempt_id="w" + row.attempt_id) for row in rows])
+writer.close()
+assert "numpy" not in sys.modules
 insert_rows(conn, "attempts", AttemptRow._fields, rows[largest:])  # new rows, through the columnar path
 assert "numpy" in sys.modules
-assert conn.execute("SELECT count(*) FROM attempts").fetchone()[0] == len(rows)
+assert conn.execute("SELECT count(*) FROM attempts").fetchone()[0] == 2 * len(rows)
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

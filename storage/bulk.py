@@ -11,9 +11,10 @@ from ..records import AttemptRow, DriftRow, ResponseRow
 # Row type -> table, in commit order: attempts first, so a response never lands without its attempt.
 TABLES: dict[type, str] = {AttemptRow: "attempts", ResponseRow: "responses", DriftRow: "drift_events"}
 COLUMNAR_FROM = 2048  # rows: from here on, columns go in as NumPy arrays (imported only then). Below, as lists: a
-                     # streamed plan's steps (<= 1,024 requests) and the writer's commits (512 rows by default),
-                     # ~4 us more per row (measured at 512 and 1,024 rows), so that a run that never loads more at
-                     # once does not hold NumPy (~10 MB) while it sends, nor does its first request wait for it
+                     # streamed plan's steps (<= 1,024 requests, 4,096 only while a large plan is left), and the
+                     # writer's commits whatever their size (columnar=False), ~4 us more per row (measured at 512
+                     # and 1,024 rows), so that a run does not hold NumPy (~15 MB) while it sends, nor does its
+                     # first request wait for it
 # Tables whose key no index keeps: an ART index stays in memory (~70 bytes per key, never evicted), so one on
 # the answers made a run's memory grow with them (migration 0020). Inserting skips what is already stored.
 UNINDEXED_KEYS = {"attempts": "attempt_id", "responses": "request_id"}

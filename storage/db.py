@@ -59,7 +59,7 @@ def open_readonly(db: str | Path) -> duckdb.DuckDBPyConnection:
 # what its largest step used stayed resident to the end. At 1 MiB: ~9 MB less peak RSS for 4,704 answers
 # (the peak at 94,080 did not move), for ~0.02 ms more CPU per answer (README, issue 25, seventh round).
 # A checkpoint every 8 MB of WAL instead of 16: the unsaved rows and a checkpoint's own buffers are half as
-# large (94,080 answers: ~8 MB less peak RSS; 4,704: no change; CPU the same within the spread).
+# large (94,080 answers: ~7 MB less peak RSS; 4,704: no change; CPU the same within the spread).
 RUN_SETTINGS = {"threads": 1, "allocator_bulk_deallocation_flush_threshold": "1MiB", "checkpoint_threshold": "8MB"}
 READER_LOCK_WAIT_S = 5.0  # a writer waits this long for readers that opened the free file (status, view)
 

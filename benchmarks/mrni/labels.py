@@ -71,7 +71,8 @@ def store_labels(conn: duckdb.DuckDBPyConnection, labels: list[tuple[str, str, s
 
 def upsert_labels(conn: duckdb.DuckDBPyConnection, labels: list[tuple[str, str, str | None]]) -> None:
     """(request_id, label, span) rows for the current parser version, inside the caller's transaction."""
-    # no index keeps request_id unique (migration 0020): a new label replaces the old one by delete and insert
+    # no index keeps request_id unique (migration 0020): a new label replaces the old one by delete and insert,
+    # and of an id given twice the last label is kept
     ids, values, spans = (list(col) for col in zip(*{row[0]: row for row in labels}.values()))
     conn.execute("DELETE FROM mrni_labels WHERE request_id IN (SELECT unnest($1))", [ids])
     conn.execute("""

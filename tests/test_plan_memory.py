@@ -201,3 +201,15 @@ def test_answers_written_pin_no_index_memory(db_path):
                           "WHERE tag = 'ART_INDEX'").fetchone()[0]
     assert pinned < 2**18, pinned
     conn.close()
+
+
+def test_the_working_margin_is_a_knob_and_a_bad_value_is_refused_in_one_line(db_path, monkeypatch):
+    from fairsweep.errors import ConfigError
+
+    conn = open_db(db_path)
+    monkeypatch.setenv("FAIRSWEEP_DUCKDB_WORKING_MB", "200")
+    assert 200 * 2**20 <= memory.fit_memory_limit(conn) < 201 * 2**20
+    monkeypatch.setenv("FAIRSWEEP_DUCKDB_WORKING_MB", "8")
+    with pytest.raises(ConfigError, match=r"FAIRSWEEP_DUCKDB_WORKING_MB='8': expected a whole number from 32"):
+        memory.fit_memory_limit(conn)
+    conn.close()

@@ -29,10 +29,12 @@ def insert_rows(conn: duckdb.DuckDBPyConnection, table: str, columns: tuple[str,
     ~100x faster than executemany); many as a scan of NumPy object arrays, which DuckDB reads without turning
     every value into a parameter object: for the 4,704 prompts of a plan, ~3x faster and ~35 MB less memory.
     `columnar=False`: lists whatever the size (a run's writer: NumPy, once loaded, stays for the whole run)."""
-    if keyed and table in UNINDEXED_KEYS:
-        rows, keyed = _not_stored(conn, table, columns.index(UNINDEXED_KEYS[table]), rows), False
     if not rows:
         return
+    if keyed and table in UNINDEXED_KEYS:
+        rows, keyed = _not_stored(conn, table, columns.index(UNINDEXED_KEYS[table]), rows), False
+        if not rows:
+            return
     names = ", ".join(columns)
     insert = "INSERT OR IGNORE" if keyed else "INSERT"
     if len(rows) < COLUMNAR_FROM or not columnar:
@@ -55,8 +57,6 @@ def insert_rows(conn: duckdb.DuckDBPyConnection, table: str, columns: tuple[str,
 def _not_stored(conn: duckdb.DuckDBPyConnection, table: str, at: int, rows: list[tuple]) -> list[tuple]:
     """The rows whose key (column `at`) is neither stored nor repeated earlier in `rows`, as INSERT OR IGNORE
     keeps them. Looked up as a semi-join: DuckDB builds on the few keys given and scans the table's keys."""
-    if not rows:
-        return rows
     key = UNINDEXED_KEYS[table]
     keys = [row[at] for row in rows]
     stored = {found for found, in conn.execute(

@@ -5,11 +5,12 @@ limit fitted to the indexes that remain (storage/memory.py)."""
 from __future__ import annotations
 
 import datetime as dt
+import gc
 
 import duckdb
 import pytest
 
-from helpers import make_prompts, sim_model, sweep
+from helpers import make_prompts, rows, sim_model, sweep
 from fairsweep.engine.runner import run_sweep
 from fairsweep.errors import DataError
 from fairsweep.records import AttemptRow
@@ -213,3 +214,29 @@ def test_the_working_margin_is_a_knob_and_a_bad_value_is_refused_in_one_line(db_
     with pytest.raises(ConfigError, match=r"FAIRSWEEP_DUCKDB_WORKING_MB='8': expected a whole number from 32"):
         memory.fit_memory_limit(conn)
     conn.close()
+
+
+def test_the_prompts_are_freed_before_the_scoring_and_the_findings(server, db_path, mrni_dir, monkeypatch):
+    from fairsweep.benchmarks import pipeline
+    from fairsweep.benchmarks.sampling import load_prompts
+    from fairsweep.records import Prompt
+
+    alive = {}
+
+    def counting(stage, real):
+        def probe(*args):
+            gc.collect()
+            alive[stage] = sum(1 for o in gc.get_objects() if isinstance(o, Prompt))
+            return real(*args)
+        return probe
+
+    for stage in ("score_benchmarks", "show_findings"):
+        monkeypatch.setattr(pipeline, stage, counting(stage, getattr(pipeline, stage)))
+    config = sweep(db_path, [sim_model(server)], limit=40)
+    prompts = load_prompts(config, str(mrni_dir))
+    assert len(prompts) == 40
+    outcomes = pipeline.run_pipeline(config, prompts, command="t", progress=False, report=lambda outcome: None)
+    assert outcomes[0].complete and prompts == []
+    assert alive == {"score_benchmarks": 0, "show_findings": 0}
+    (labelled,), = rows(db_path, "SELECT count(*) FROM mrni_labels")
+    assert labelled == 40  # scored and found from the stored rows alone

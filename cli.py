@@ -31,6 +31,7 @@ from typing import NoReturn
 
 from . import __version__
 from .commands import VERB_MODULES
+from .commands import startup
 from .commands.flags import add_common_flags
 from .errors import EXIT_INTERRUPTED, FairsweepError
 
@@ -66,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     args, extra = parser.parse_known_args(argv)
     if extra and not getattr(args, "raw", False):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if not getattr(args, "ends_start_up", False):  # a verb may end its start-up later itself (run)
+        startup.done()
     try:
         return args.handler(args, argv)
     except FairsweepError as exc:
@@ -80,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def entry() -> None:
     """The `fairsweep` command (and `python -m fairsweep.cli`): main(), then leave."""
+    startup.begin()
     leave(main())
 
 

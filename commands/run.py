@@ -8,6 +8,7 @@ import gc
 import shlex
 
 from ..errors import EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_OK
+from . import startup
 from .flags import add_selection_flags
 
 
@@ -27,7 +28,7 @@ def register(subparsers, add_common_flags) -> None:
     run.add_argument("--retry-failed", nargs="*", metavar="CLASS",
                      help="send stored final failures again: all of them, or those of these error classes "
                           "(e.g. context_length invalid_output; see `fairsweep status`)")
-    run.set_defaults(handler=cmd_run)
+    run.set_defaults(handler=cmd_run, ends_start_up=True)  # startup.done() once its prompts are built
 
     plan = subparsers.add_parser("plan", help="what a run would send, cost and take, after what the DB already holds")
     add_common_flags(plan)
@@ -70,6 +71,7 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
             from ..providers.registry import preload_for
             preload_for(config)  # the adapters' modules load while the prompts are built and the DB opens
         prompts = load_prompts(config, args.data_dir)
+        startup.done()  # the engine's modules and the prompts are built: what the run sends is new from here
         if args.dry_run:
             return cmd_plan(args, argv, config, prompts)
         command = "fairsweep " + shlex.join(argv)

@@ -7,6 +7,7 @@ DB, the plan and the single writer, whichever executor sends.
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import TYPE_CHECKING
 
 from ..config import ModelSpec, SweepConfig
@@ -55,8 +56,9 @@ def run_sweep(config: SweepConfig, prompts: list[Prompt], *, command: str, specs
     executor = executor or select_executor(config)
     for spec in specs:
         preflight(spec)  # e.g. native code that cannot run here: stop before the DB is touched
+    new_db = not os.path.exists(config.db)
     conn = open_db(config.db)
-    fit_memory_limit(conn)  # DuckDB caches within what its indexes need plus a margin, not 80% of the machine
+    fit_memory_limit(conn, new=new_db)  # DuckDB caches what its indexes need plus a margin, not 80% of the machine
     # other commands read this DB through this process; `state`: what only it knows (pace, stops), for `view`
     live = LiveServer(conn, config.db, state=lambda: {"run": config.run, "models": live_lines()}).start()
     feed = None

@@ -38,10 +38,11 @@ def open_db(path: str | Path, *, read_only: bool = False, config: dict | None = 
         raise DatabaseError(
             f"database {path} is in use by another fairsweep process: wait for it to finish "
             f"or stop it, or use another --db") from None
-    if seeded:  # its migrations were applied when the template was built: date them now
+    if seeded:  # the template was migrated and given its views by _prepare, for this schema: date them now
         conn.execute("UPDATE schema_migrations SET applied_at = now()")
-    if not read_only:
+    elif not read_only:
         _prepare(conn)
+    if not read_only:
         replay(conn, path)  # answers a killed run had received but not committed
     return conn
 

@@ -26,17 +26,19 @@ _KEYED_ROWS = """SELECT coalesce(sum(estimated_size * index_count), 0) FROM duck
 _PINNED = "SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory() WHERE tag = 'ART_INDEX'"
 
 
-def memory_limit_bytes(conn: duckdb.DuckDBPyConnection) -> int:
-    """The limit this DB needs now: its indexes (estimated from the keyed rows, or measured) + WORKING_BYTES."""
-    keyed_rows = conn.execute(_KEYED_ROWS).fetchone()[0]
-    pinned = conn.execute(_PINNED).fetchone()[0]
+def memory_limit_bytes(conn: duckdb.DuckDBPyConnection, *, new: bool = False) -> int:
+    """The limit this DB needs now: its indexes (estimated from the keyed rows, or measured) + WORKING_BYTES.
+    A `new` DB (created by this open) holds no keys but its migrations' (under 1 MB of index): its catalog is
+    not read (the first read of it costs ~5 ms, before a new run's first request)."""
+    keyed_rows = 0 if new else conn.execute(_KEYED_ROWS).fetchone()[0]
+    pinned = 0 if new else conn.execute(_PINNED).fetchone()[0]
     working = env_int("FAIRSWEEP_DUCKDB_WORKING_MB")
     return max(int(keyed_rows) * KEY_BYTES, int(pinned)) + (working * 2**20 if working else WORKING_BYTES)
 
 
-def fit_memory_limit(conn: duckdb.DuckDBPyConnection) -> int:
+def fit_memory_limit(conn: duckdb.DuckDBPyConnection, *, new: bool = False) -> int:
     """Set DuckDB's memory limit (for every connection of this DB's instance) to what it needs now; returns
     the limit in bytes."""
-    limit = memory_limit_bytes(conn)
+    limit = memory_limit_bytes(conn, new=new)
     conn.execute(f"SET memory_limit = '{limit // 2**20 + 1}MiB'")
     return limit

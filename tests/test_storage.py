@@ -13,6 +13,7 @@ from fairsweep.config import ModelSpec, SweepConfig
 from fairsweep.engine.work import plan_items
 from fairsweep.errors import DatabaseError, RunConflictError
 from fairsweep.storage.checkpoint import plan_requests, register_run, remaining
+from fairsweep.storage import memory
 from fairsweep.storage.db import open_db
 from fairsweep.storage.migrations import latest_version, migrations
 from fairsweep.records import AttemptRow, ResponseRow
@@ -219,15 +220,22 @@ def test_a_new_db_copied_from_the_template_is_the_db_created_in_place(tmp_path, 
     from fairsweep.storage import db as db_module
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    first, second = open_db(tmp_path / "first.duckdb"), open_db(tmp_path / "second.duckdb")  # builds, copies
+    first = open_db(tmp_path / "first.duckdb")  # builds the template, copies it
+    prepared, real_prepare = [], db_module._prepare
+    monkeypatch.setattr(db_module, "_prepare", lambda conn: prepared.append(conn) or real_prepare(conn))
+    second = open_db(tmp_path / "second.duckdb")  # a copy: its schema and views are current, not checked again
+    assert prepared == []
     templates = list((tmp_path / "cache" / "fairsweep" / "db-templates").glob("*.duckdb"))
     assert len(templates) == 1
     monkeypatch.setattr(db_module, "seed_new_db", lambda *args: False)  # as without a template
     in_place = open_db(tmp_path / "in_place.duckdb")
+    assert len(prepared) == 1
     assert _schema(first) == _schema(second) == _schema(in_place) and len(_schema(in_place)) > 40
     (applied,) = second.execute("SELECT min(applied_at) FROM schema_migrations").fetchone()
     assert applied > dt.datetime.now(dt.timezone.utc) - dt.timedelta(minutes=5)  # dated when copied
-    for conn in (first, second, in_place):
+    for conn in (first, second, in_place):  # what a run sets for a DB it creates, without reading the catalog
+        assert memory.memory_limit_bytes(conn, new=True) == memory.WORKING_BYTES
+        assert 0 <= memory.memory_limit_bytes(conn) - memory.WORKING_BYTES < 2**20  # the migrations' keys alone
         conn.close()
 
 

@@ -20,8 +20,9 @@ def run_pipeline(config: SweepConfig, prompts: list[Prompt], *, command: str, pr
     Scoring runs unless the last run was interrupted. `prompts` is emptied once the engine run is over."""
     outcome = run_sweep(config, prompts, command=command, progress=progress, retry_failed=retry_failed,
                         after_commit=labeller(config.benchmarks))
-    # What follows reads only stored rows. Freed here, the prompts (~12 MB at 4,704, with their cached JSON) do not add to the peak of
-    # the scoring and the findings: a one-model run peaked there at 154-156 MB, at 146-148 while it sent.
+    # What follows reads only stored rows. Freed here, the prompts (~12 MB at 4,704, with their cached JSON) do
+    # not add to the peak of the scoring and the findings: a one-model run peaked there at 154-156 MB, at 146-148
+    # while it sent.
     prompts.clear()
     report(outcome)
     outcomes = [outcome]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import gc
+import weakref
 
 import duckdb
 import pytest
@@ -219,22 +220,22 @@ def test_the_working_margin_is_a_knob_and_a_bad_value_is_refused_in_one_line(db_
 def test_the_prompts_are_freed_before_the_scoring_and_the_findings(server, db_path, mrni_dir, monkeypatch):
     from fairsweep.benchmarks import pipeline
     from fairsweep.benchmarks.sampling import load_prompts
-    from fairsweep.records import Prompt
 
+    config = sweep(db_path, [sim_model(server)], limit=40)
+    prompts = load_prompts(config, str(mrni_dir))
+    assert len(prompts) == 40
+    refs = [weakref.ref(p) for p in prompts]  # this run's prompts, whatever other tests left alive
     alive = {}
 
     def counting(stage, real):
         def probe(*args):
             gc.collect()
-            alive[stage] = sum(1 for o in gc.get_objects() if isinstance(o, Prompt))
+            alive[stage] = sum(ref() is not None for ref in refs)
             return real(*args)
         return probe
 
     for stage in ("score_benchmarks", "show_findings"):
         monkeypatch.setattr(pipeline, stage, counting(stage, getattr(pipeline, stage)))
-    config = sweep(db_path, [sim_model(server)], limit=40)
-    prompts = load_prompts(config, str(mrni_dir))
-    assert len(prompts) == 40
     outcomes = pipeline.run_pipeline(config, prompts, command="t", progress=False, report=lambda outcome: None)
     assert outcomes[0].complete and prompts == []
     assert alive == {"score_benchmarks": 0, "show_findings": 0}

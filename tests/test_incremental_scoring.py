@@ -146,6 +146,25 @@ def test_a_new_parser_version_relabels_and_recomputes_once(sweep, monkeypatch):
     assert (score(conn, "A")["labelled"], score(conn, "A")["models recomputed"]) == (0, 0)
 
 
+def test_answers_are_labelled_in_chunks_each_once_as_in_one(sweep, monkeypatch):
+    """What a run left unlabelled is parsed LABEL_CHUNK answers at a time (never all held at once): the same
+    labels as in one chunk, each answer once."""
+    conn, _, _ = sweep
+    from fairsweep.benchmarks.mrni import labels as labels_module, score as score_module
+    labels_of = ("SELECT request_id, label, span FROM mrni_labels "
+                 "WHERE request_id IN (SELECT request_id FROM requests WHERE run = 'A') ORDER BY ALL")
+    in_one = conn.execute(labels_of).fetchall()
+    stored, store = [], labels_module.store_labels
+    monkeypatch.setattr(labels_module, "store_labels", lambda c, rows: stored.append(len(rows)) or store(c, rows))
+    monkeypatch.setattr(labels_module, "PARSER_VERSION", PARSER_VERSION + "-next")
+    monkeypatch.setattr(score_module, "LABEL_CHUNK", 7)  # 80 answers: 12 chunks, the last one short
+    assert score(conn, "A")["labelled"] == 80
+    assert stored == [7] * 11 + [3]
+    assert conn.execute(labels_of).fetchall() == in_one
+    assert conn.execute("SELECT count(*), count(DISTINCT request_id) FROM mrni_labels WHERE parser_version = ?",
+                        [PARSER_VERSION + "-next"]).fetchone() == (80, 80)
+
+
 def test_scoring_a_resume_that_added_nothing_does_not_import_scipy(sweep, db_path):
     """scipy (the binomial test) takes about a second to import; a resume with nothing new needs none of it."""
     conn, _, _ = sweep

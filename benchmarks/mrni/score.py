@@ -16,6 +16,9 @@ from ...config import SweepConfig, env_int
 from . import labels, stats
 
 ENV_BOOT = "FAIRSWEEP_MRNI_BOOT"  # number of bootstrap resamples (default stats.N_BOOT)
+# Answers parsed and stored per step when scoring labels what a run left unlabelled (its live labelling
+# failed, or a parser upgrade): 94,080 answers at once peaked at 346 MB, ~2.5 KB each held in Python.
+LABEL_CHUNK = 10_000
 
 
 def score_run(conn: duckdb.DuckDBPyConnection, config: SweepConfig, *, n_boot: int | None = None,
@@ -28,17 +31,31 @@ def score_run(conn: duckdb.DuckDBPyConnection, config: SweepConfig, *, n_boot: i
         FROM requests r JOIN responses s USING (request_id) LEFT JOIN mrni_labels l USING (request_id)
         WHERE r.run = $run AND r.benchmark = 'mrni'""",
         {"run": config.run, "version": labels.PARSER_VERSION}).fetchone()
-    todo = conn.execute("""
-        SELECT request_id, response, language, condition FROM mrni_scored
-        WHERE run = ? AND status = 'ok' AND parser_version IS DISTINCT FROM ?
-        ORDER BY request_id""", [config.run, labels.PARSER_VERSION]).fetchall() if unlabelled else []
-    prompt = labels.prompt_texts(conn, [row[0] for row in todo])
-    found = [(rid, *labels.parse_label(text, language, condition, *prompt.get(rid, (None, None))))
-             for rid, text, language, condition in todo]
-    labels.store_labels(conn, found)
+    labelled, unparsed = label_unlabelled(conn, config.run) if unlabelled else (0, 0)
     computed = stats.update_statistics(conn, config.run, n_boot=n_boot or _boot_from_env(), seed=seed)
-    return {"labelled": len(found), "unparsed (F)": sum(1 for _, label, _ in found if label == "F"),
-            "already labelled": kept, **computed}
+    return {"labelled": labelled, "unparsed (F)": unparsed, "already labelled": kept, **computed}
+
+
+def label_unlabelled(conn: duckdb.DuckDBPyConnection, run: str) -> tuple[int, int]:
+    """Label the run's answers that have no label from the current parser, LABEL_CHUNK at a time; (labelled,
+    unparsed). A cursor streams the answers (no ORDER BY: a sort would hold them all) while `conn` stores each
+    chunk's labels; its snapshot predates them, so no answer is read twice."""
+    reader = conn.cursor()
+    labelled = unparsed = 0
+    try:
+        reader.execute("""
+            SELECT request_id, response, language, condition FROM mrni_scored
+            WHERE run = ? AND status = 'ok' AND parser_version IS DISTINCT FROM ?""", [run, labels.PARSER_VERSION])
+        while chunk := reader.fetchmany(LABEL_CHUNK):
+            prompt = labels.prompt_texts(conn, [row[0] for row in chunk])
+            found = [(rid, *labels.parse_label(text, language, condition, *prompt.get(rid, (None, None))))
+                     for rid, text, language, condition in chunk]
+            labels.store_labels(conn, found)
+            labelled += len(found)
+            unparsed += sum(1 for _, label, _ in found if label == "F")
+    finally:
+        reader.close()
+    return labelled, unparsed
 
 
 def _boot_from_env() -> int:

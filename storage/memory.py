@@ -30,10 +30,10 @@ def memory_limit_bytes(conn: duckdb.DuckDBPyConnection, *, new: bool = False) ->
     """The limit this DB needs now: its indexes (estimated from the keyed rows, or measured) + WORKING_BYTES.
     A `new` DB (created by this open) holds no keys but its migrations' (under 1 MB of index): its catalog is
     not read (the first read of it costs ~5 ms, before a new run's first request)."""
-    keyed_rows = 0 if new else conn.execute(_KEYED_ROWS).fetchone()[0]
-    pinned = 0 if new else conn.execute(_PINNED).fetchone()[0]
+    indexes = 0 if new else max(int(conn.execute(_KEYED_ROWS).fetchone()[0]) * KEY_BYTES,
+                                int(conn.execute(_PINNED).fetchone()[0]))
     working = env_int("FAIRSWEEP_DUCKDB_WORKING_MB")
-    return max(int(keyed_rows) * KEY_BYTES, int(pinned)) + (working * 2**20 if working else WORKING_BYTES)
+    return indexes + (working * 2**20 if working else WORKING_BYTES)
 
 
 def fit_memory_limit(conn: duckdb.DuckDBPyConnection, *, new: bool = False) -> int:

@@ -17,6 +17,7 @@ from ..errors import RunConflictError
 from .design import design_rows
 from .tx import transaction
 from .bulk import insert_rows
+from .memory import retry_out_of_memory
 
 
 def identity_hash(identity: dict[str, Any]) -> str:
@@ -76,7 +77,7 @@ REQUEST_COLUMNS = ("request_id", "run", "model", "benchmark", "prompt_key", "pro
 def plan_chunk(conn: duckdb.DuckDBPyConnection, items: list[WorkItem], prompts: list) -> None:
     """One step of a plan in one transaction: `prompts` (with their design rows, keyed: written once), then the
     `items`' requests, which the caller has checked are not planned yet (`requests` has no key: its index
-    would grow with the plan and stay in memory)."""
+    would grow with the plan and stay in memory). Done again with a larger margin if DuckDB runs out of memory."""
     params: dict[int, str] = {}  # the items of one model share one params dict: serialise it once
     rows = []
     for i in items:
@@ -85,10 +86,15 @@ def plan_chunk(conn: duckdb.DuckDBPyConnection, items: list[WorkItem], prompts: 
             text = params[id(i.params)] = canonical_json(i.params)
         rows.append((i.request_id, i.run, i.model, p.benchmark, p.key, p.prompt_hash, i.sample, text, i.ordinal,
                      i.cache_key))
-    with transaction(conn):
-        if prompts:
-            _insert_prompts(conn, prompts)
-        insert_rows(conn, "requests", REQUEST_COLUMNS, rows, keyed=False)  # each id once: the planner skips planned ids
+
+    def write() -> None:
+        with transaction(conn):
+            if prompts:
+                _insert_prompts(conn, prompts)
+            # each id once: the planner skips planned ids
+            insert_rows(conn, "requests", REQUEST_COLUMNS, rows, keyed=False)
+
+    retry_out_of_memory(conn, write)
 
 
 def _insert_prompts(conn: duckdb.DuckDBPyConnection, prompts: list) -> None:

@@ -7,18 +7,27 @@ cannot be evicted: a fixed limit low enough to matter makes a large DB fail with
 once its indexes outgrow it. So the limit follows them: the keyed rows times an index entry's size (an
 estimate that holds before an index is loaded), or what DuckDB reports the indexes use if that is more, plus
 WORKING_BYTES for caching and query intermediates (a larger query spills to DuckDB's temporary directory).
-The writer fits it again as answers add keys.
+The writer fits it again as answers add keys. A write that still runs out of memory (a busy moment: the planner's
+and the writer's transactions at once) doubles the margin for the rest of the process and is done again
+(`retry_out_of_memory`): a run never fails for want of a margin it could have had.
 """
 
 from __future__ import annotations
+
+import sys
+from typing import Callable, TypeVar
 
 import duckdb
 
 from ..config import env_int
 
-WORKING_BYTES = 64 * 2**20  # cache, unsaved blocks and query intermediates beyond the indexes (FAIRSWEEP_DUCKDB_WORKING_MB);
-                            # 32 MB was too little for a 20-model run's labelling queries, 48 and more were enough;
-                            # 96 cached ~10 MB more at 20 models, for no CPU saved (issue 25, eighth round)
+T = TypeVar("T")
+# cache, unsaved blocks and query intermediates beyond the indexes (FAIRSWEEP_DUCKDB_WORKING_MB). At 20 models,
+# 64 MB peaked at 186-188 MB, 48 at 182-183, 40 at 178-180 for ~4% more CPU; 32 ran out at times while planning
+# (issue 25, tenth round). 96 cached ~10 MB more, for no CPU saved (eighth round)
+WORKING_BYTES = 48 * 2**20
+GROWTHS = 3  # an Out of Memory error doubles the margin at most this often (8x), then it is raised
+_grown = 0  # bytes the margin gained from Out of Memory errors in this process
 KEY_BYTES = 96  # ART bytes per key, with room: measured ~70 for 32-character ids
 REFIT_ROWS = 16_384  # rows written between two fits: ~1.5 MB of new keys per keyed table, well inside the margin
 
@@ -27,13 +36,18 @@ _PINNED = "SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory() WHER
 
 
 def memory_limit_bytes(conn: duckdb.DuckDBPyConnection, *, new: bool = False) -> int:
-    """The limit this DB needs now: its indexes (estimated from the keyed rows, or measured) + WORKING_BYTES.
+    """The limit this DB needs now: its indexes (estimated from the keyed rows, or measured) + the margin.
     A `new` DB (created by this open) holds no keys but its migrations' (under 1 MB of index): its catalog is
     not read (the first read of it costs ~5 ms, before a new run's first request)."""
     indexes = 0 if new else max(int(conn.execute(_KEYED_ROWS).fetchone()[0]) * KEY_BYTES,
                                 int(conn.execute(_PINNED).fetchone()[0]))
+    return indexes + working_bytes()
+
+
+def working_bytes() -> int:
+    """The working margin: the knob's, else WORKING_BYTES, plus what Out of Memory errors added."""
     working = env_int("FAIRSWEEP_DUCKDB_WORKING_MB")
-    return indexes + (working * 2**20 if working else WORKING_BYTES)
+    return (working * 2**20 if working else WORKING_BYTES) + _grown
 
 
 def fit_memory_limit(conn: duckdb.DuckDBPyConnection, *, new: bool = False) -> int:
@@ -42,3 +56,19 @@ def fit_memory_limit(conn: duckdb.DuckDBPyConnection, *, new: bool = False) -> i
     limit = memory_limit_bytes(conn, new=new)
     conn.execute(f"SET memory_limit = '{limit // 2**20 + 1}MiB'")
     return limit
+
+
+def retry_out_of_memory(conn: duckdb.DuckDBPyConnection, write: Callable[[], T]) -> T:
+    """write() (one transaction, which DuckDB's Out of Memory error rolls back); after such an error the margin
+    doubles and write() runs again, at most GROWTHS times. For writes only: a query spills what does not fit.
+    (A COMMIT that runs out invalidates the whole database instead: the margin is there so that none does.)"""
+    global _grown
+    for _ in range(GROWTHS):
+        try:
+            return write()
+        except duckdb.OutOfMemoryException:
+            _grown += working_bytes()
+            fit_memory_limit(conn)
+            print(f"fairsweep: note: DuckDB ran out of memory in a write, done again with a working margin of "
+                  f"{working_bytes() // 2**20} MB (FAIRSWEEP_DUCKDB_WORKING_MB)", file=sys.stderr)
+    return write()

@@ -19,7 +19,7 @@ import duckdb
 from ..records import AttemptRow, DriftRow, ResponseRow
 from .bulk import TABLES, insert_rows
 from .journal import Journal
-from .memory import REFIT_ROWS, fit_memory_limit
+from .memory import REFIT_ROWS, fit_memory_limit, retry_out_of_memory
 from .tx import transaction
 
 AfterCommit = Callable[[duckdb.DuckDBPyConnection, list[ResponseRow]], None]
@@ -118,11 +118,7 @@ class RowWriter:
     def _write(self, batch: dict[type, list[NamedTuple]]) -> None:
         if not any(batch.values()):
             return
-        with transaction(self._conn):
-            for row_type, table in TABLES.items():
-                # as lists even when a slow commit let more than COLUMNAR_FROM rows wait: a 20-model run
-                # otherwise loaded NumPy halfway (~15 MB more peak RSS, for ~4.6 us per row saved in that batch)
-                insert_rows(self._conn, table, row_type._fields, batch[row_type], columnar=False)
+        retry_out_of_memory(self._conn, lambda: self._commit(batch))
         if self._after_commit is not None and batch[ResponseRow]:
             self._derive(batch[ResponseRow])
         self._rows_since_fit += sum(map(len, batch.values()))
@@ -130,13 +126,23 @@ class RowWriter:
             self._rows_since_fit = 0
             fit_memory_limit(self._conn)
 
+    def _commit(self, batch: dict[type, list[NamedTuple]]) -> None:
+        with transaction(self._conn):
+            for row_type, table in TABLES.items():
+                # as lists even when a slow commit let more than COLUMNAR_FROM rows wait: a 20-model run
+                # otherwise loaded NumPy halfway (~15 MB more peak RSS, for ~4.6 us per row saved in that batch)
+                insert_rows(self._conn, table, row_type._fields, batch[row_type], columnar=False)
+
     def _derive(self, responses: list) -> None:
         """Rows derived from the answers just committed (a benchmark's parser labels), in their own
         transaction. Derived rows can always be computed again (scoring does), so a failure here costs
         them, never an answer: it is reported once and the run goes on without them."""
-        try:
+        def derive() -> None:
             with transaction(self._conn):
                 self._after_commit(self._conn, responses)
+
+        try:
+            retry_out_of_memory(self._conn, derive)
         except Exception as exc:  # noqa: BLE001 - any bug in a derivation must not stop the run
             self._after_commit = None
             print(f"fairsweep: warning: labelling answers as they arrive stopped ({type(exc).__name__}: "

@@ -14,7 +14,7 @@ import pytest
 from helpers import make_prompts, rows, sim_model, sweep
 from fairsweep.engine.runner import run_sweep
 from fairsweep.errors import DataError
-from fairsweep.records import AttemptRow
+from fairsweep.records import AttemptRow, DriftRow
 from fairsweep.storage import memory
 from fairsweep.storage.db import open_db
 from fairsweep.storage.migrations import apply_migrations
@@ -114,6 +114,67 @@ def test_a_db_whose_indexes_outgrow_the_working_margin_still_takes_answers(db_pa
     conn.execute(keyed_labels(5000, first=10**7))
     assert conn.execute("SELECT count(*) FROM attempts").fetchone() == (5000,)
     assert conn.execute("SELECT count(*) FROM promptset_labels").fetchone() == (205_000,)
+    conn.close()
+
+
+def test_a_run_whose_writes_run_out_of_memory_doubles_the_margin_and_stores_each_answer_once(
+        server, tmp_path, monkeypatch, capsys):
+    """A margin far too small: the plan's and the answers' writes run out, are rolled back, and done again with
+    the margin doubled; without that (GROWTHS = 0) the run fails."""
+    monkeypatch.setattr(memory, "WORKING_BYTES", 2**20)
+    config = lambda name: sweep(str(tmp_path / f"{name}.duckdb"), [sim_model(server, "a"), sim_model(server, "b")])
+    monkeypatch.setattr(memory, "_grown", 0)
+    monkeypatch.setattr(memory, "GROWTHS", 0)
+    with pytest.raises(duckdb.OutOfMemoryException):
+        run_sweep(config("fixed"), make_prompts(300), command="test", progress=False)
+
+    monkeypatch.setattr(memory, "_grown", 0)
+    monkeypatch.setattr(memory, "GROWTHS", 3)
+    assert run_sweep(config("grown"), make_prompts(300), command="test", progress=False).complete
+    assert memory.working_bytes() >= 2 * 2**20
+    assert "ran out of memory in a write, done again with a working margin of" in capsys.readouterr().err
+    for table, key in (("requests", "request_id"), ("responses", "request_id"), ("attempts", "attempt_id")):
+        assert rows(str(tmp_path / "grown.duckdb"), f"SELECT count(*), count(DISTINCT {key}) FROM {table}") == \
+            [(600, 600)], table
+
+
+@pytest.mark.parametrize("growths", [0, 3])
+def test_a_writer_batch_that_runs_out_of_memory_is_written_again_with_a_doubled_margin(tmp_path, monkeypatch,
+                                                                                       growths):
+    """5,000 keyed rows (drift events) in one batch run out of a 1 MB margin: the writer fails without the
+    doubling (GROWTHS = 0), and with it stores each row once."""
+    monkeypatch.setattr(memory, "WORKING_BYTES", 2**20)
+    monkeypatch.setattr(memory, "_grown", 0)
+    monkeypatch.setattr(memory, "GROWTHS", growths)
+    conn = open_db(str(tmp_path / "w.duckdb"))
+    memory.fit_memory_limit(conn)
+    writer = RowWriter(conn, flush_rows=10**6, flush_ms=60_000)
+    writer.add(*(DriftRow("r", "m", f"q{i}", "system_fingerprint", "a", f"b{i}", NOW) for i in range(5000)))
+    if growths:
+        writer.flush()
+        writer.close()
+        assert conn.execute("SELECT count(*), count(DISTINCT observed) FROM drift_events").fetchone() == (5000, 5000)
+    else:
+        with pytest.raises(RuntimeError, match="the result writer failed: Out of Memory"):
+            writer.flush()
+    conn.close()
+
+
+def test_a_write_that_still_runs_out_after_the_last_doubling_raises(db_path, monkeypatch):
+    monkeypatch.setattr(memory, "WORKING_BYTES", 2**20)
+    monkeypatch.setattr(memory, "_grown", 0)
+    conn = open_db(db_path)
+    calls = []
+
+    def write():
+        calls.append(memory.working_bytes())
+        raise duckdb.OutOfMemoryException("Out of Memory Error: could not allocate block")
+
+    with pytest.raises(duckdb.OutOfMemoryException):
+        memory.retry_out_of_memory(conn, write)
+    assert calls == [2**20, 2 * 2**20, 4 * 2**20, 8 * 2**20]  # GROWTHS = 3 doublings, then the error
+    limit = conn.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+    assert limit.endswith("MiB") and 8 <= float(limit.split()[0]) < 10
     conn.close()
 
 

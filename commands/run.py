@@ -67,16 +67,21 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
 
     with fewer_collections():  # the prompts too: built in bulk, they met a full collection (~40 ms)
         config = resolve_config(args)
-        if not args.dry_run:
-            from ..providers.registry import preload_for
-            preload_for(config)  # the adapters' modules load while the prompts are built and the DB opens
-        prompts = load_prompts(config, args.data_dir)
-        startup.done()  # the engine's modules and the prompts are built: what the run sends is new from here
         if args.dry_run:
+            prompts = load_prompts(config, args.data_dir)
+            startup.done()
             return cmd_plan(args, argv, config, prompts)
-        command = "fairsweep " + shlex.join(argv)
-        outcomes = run_pipeline(config, prompts, command=command, progress=not args.no_progress,
-                                report=print_run_summary, retry_failed=retry_classes(args.retry_failed))
+        from ..providers.registry import preload_for
+        preload = preload_for(config)  # the adapters' modules load while the prompts are built and the DB opens
+        try:
+            prompts = load_prompts(config, args.data_dir)
+            startup.done()  # the engine's modules and the prompts are built: what the run sends is new from here
+            command = "fairsweep " + shlex.join(argv)
+            outcomes = run_pipeline(config, prompts, command=command, progress=not args.no_progress,
+                                    report=print_run_summary, retry_failed=retry_classes(args.retry_failed))
+        finally:
+            if preload is not None:  # a run that stops early (a refused run, bad data) leaves with the import
+                preload.join()      # still going; the interpreter's exit beside it crashed (SIGSEGV, ~1 in 5)
     if any(o.interrupted for o in outcomes):
         return EXIT_INTERRUPTED
     return EXIT_OK if all(o.complete for o in outcomes) else EXIT_INCOMPLETE

@@ -5,6 +5,7 @@ adapter is made. Each case runs in a new interpreter, whose modules are not yet 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -107,3 +108,44 @@ def test_a_litellm_model_has_litellm_itself_imported_ahead():
                           "aiohttp_adapter": "fairsweep.providers.openai_compat" in sys.modules}}))
     """)
     assert seen == {"before": False, "after": [True, True], "aiohttp_adapter": False}
+
+
+SLOW_AIOHTTP = '''
+import importlib.abc, importlib.util, os, sys, threading, time
+
+class SlowAiohttp(importlib.abc.MetaPathFinder):
+    """aiohttp's import in the preload thread, a second late; a file says when it has ended."""
+
+    def find_spec(self, name, path, target=None):
+        if name != "aiohttp" or threading.current_thread().name != "fairsweep-preload":
+            return None
+        time.sleep(1.0)
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            open(os.environ["AIOHTTP_IMPORTED"], "w").close()
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+sys.meta_path.insert(0, SlowAiohttp())
+'''
+
+
+def test_a_run_that_stops_before_sending_waits_for_its_adapters_import_before_it_exits(tmp_path):
+    """A run refused early (here: its data folder is missing) leaves while the preload may still be importing
+    aiohttp. An interpreter exiting beside a thread inside an import crashed at times (SIGSEGV, ~1 run in 5 of a
+    refused run): the command waits for the import to end. The import is slowed here to make the race certain."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SLOW_AIOHTTP)
+    marker = tmp_path / "aiohttp-imported"
+    done = subprocess.run(fairsweep_cmd("run", "--model", f"sim=sim-model@{SERVER}", "--db", str(tmp_path / "x.duckdb"),
+                                        "--data-dir", str(tmp_path / "missing"), "--no-progress"),
+                          env={**os.environ, "PYTHONPATH": str(site), "AIOHTTP_IMPORTED": str(marker)},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "missing" in done.stderr, done.stderr
+    assert marker.exists()  # the import ended before the process did

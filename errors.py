@@ -42,6 +42,17 @@ class NativeCodeError(FairsweepError):
     """Native code (llama.cpp) cannot run here: it crashed by a signal or cannot load its model."""
 
 
+def first_fixable(error: BaseException) -> FairsweepError | None:
+    """The first error a user can fix in `error` or, for an exception group (the event loop's tasks), in its
+    members; None if there is none."""
+    if isinstance(error, FairsweepError):
+        return error
+    for inner in getattr(error, "exceptions", ()):
+        if (found := first_fixable(inner)) is not None:
+            return found
+    return None
+
+
 _KEY_PATTERNS = re.compile(r"(sk-[A-Za-z0-9_\-]{8,}|AKIA[0-9A-Z]{16}|Bearer\s+[A-Za-z0-9_\-\.]{8,})")
 
 

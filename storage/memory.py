@@ -20,6 +20,7 @@ from typing import Callable, TypeVar
 import duckdb
 
 from ..config import env_int
+from ..errors import DatabaseError
 
 T = TypeVar("T")
 # cache, unsaved blocks and query intermediates beyond the indexes (FAIRSWEEP_DUCKDB_WORKING_MB). At 20 models,
@@ -60,7 +61,8 @@ def fit_memory_limit(conn: duckdb.DuckDBPyConnection, *, new: bool = False) -> i
 
 def retry_out_of_memory(conn: duckdb.DuckDBPyConnection, write: Callable[[], T]) -> T:
     """write() (one transaction, which DuckDB's Out of Memory error rolls back); after such an error the margin
-    doubles and write() runs again, at most GROWTHS times. For writes only: a query spills what does not fit.
+    doubles and write() runs again, at most GROWTHS times, then a DatabaseError names the knob. For writes only:
+    a query spills what does not fit.
     (A COMMIT that runs out invalidates the whole database instead: the margin is there so that none does.)"""
     global _grown
     for _ in range(GROWTHS):
@@ -71,4 +73,8 @@ def retry_out_of_memory(conn: duckdb.DuckDBPyConnection, write: Callable[[], T])
             fit_memory_limit(conn)
             print(f"fairsweep: note: DuckDB ran out of memory in a write, done again with a working margin of "
                   f"{working_bytes() // 2**20} MB (FAIRSWEEP_DUCKDB_WORKING_MB)", file=sys.stderr)
-    return write()
+    try:
+        return write()
+    except duckdb.OutOfMemoryException as exc:
+        raise DatabaseError(f"DuckDB ran out of memory in a write with a working margin of "
+                            f"{working_bytes() // 2**20} MB: set FAIRSWEEP_DUCKDB_WORKING_MB higher") from exc

@@ -16,6 +16,7 @@ from typing import Callable, NamedTuple
 
 import duckdb
 
+from ..errors import FairsweepError
 from ..records import AttemptRow, DriftRow, ResponseRow
 from .bulk import TABLES, insert_rows
 from .journal import Journal
@@ -54,7 +55,7 @@ class RowWriter:
     def add(self, *rows: AttemptRow | ResponseRow | DriftRow) -> None:
         """Queue rows (never blocks on I/O). Raises if an earlier flush failed."""
         if self._error:
-            raise RuntimeError(f"the result writer failed: {self._error}") from self._error
+            raise self._failure()
         with self._cond:
             if self._journal is not None:
                 self._journal.append(*rows)  # a plain write: kept by the OS if this process dies now
@@ -77,7 +78,7 @@ class RowWriter:
                     raise TimeoutError("result writer did not flush in time")
                 self._cond.wait(remaining)
         if self._error:
-            raise RuntimeError(f"the result writer failed: {self._error}") from self._error
+            raise self._failure()
 
     def close(self) -> None:
         """Flush and stop the thread."""
@@ -86,7 +87,16 @@ class RowWriter:
             self._cond.notify()
         self._thread.join()
         if self._error:
-            raise RuntimeError(f"the result writer failed: {self._error}") from self._error
+            raise self._failure()
+
+    def _failure(self) -> Exception:
+        """What add/flush/close raise once a commit failed: an error the user can fix as it is (one line at the
+        CLI, e.g. memory), any other wrapped."""
+        if isinstance(self._error, FairsweepError):
+            return self._error
+        error = RuntimeError(f"the result writer failed: {self._error}")
+        error.__cause__ = self._error
+        return error
 
     def _loop(self) -> None:
         while True:

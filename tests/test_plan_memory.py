@@ -13,7 +13,7 @@ import pytest
 
 from helpers import make_prompts, rows, sim_model, sweep
 from fairsweep.engine.runner import run_sweep
-from fairsweep.errors import DataError
+from fairsweep.errors import DatabaseError, DataError, first_fixable
 from fairsweep.records import AttemptRow, DriftRow
 from fairsweep.storage import memory
 from fairsweep.storage.db import open_db
@@ -125,7 +125,7 @@ def test_a_run_whose_writes_run_out_of_memory_doubles_the_margin_and_stores_each
     config = lambda name: sweep(str(tmp_path / f"{name}.duckdb"), [sim_model(server, "a"), sim_model(server, "b")])
     monkeypatch.setattr(memory, "_grown", 0)
     monkeypatch.setattr(memory, "GROWTHS", 0)
-    with pytest.raises(duckdb.OutOfMemoryException):
+    with pytest.raises(DatabaseError, match="working margin of 1 MB: set FAIRSWEEP_DUCKDB_WORKING_MB higher"):
         run_sweep(config("fixed"), make_prompts(300), command="test", progress=False)
 
     monkeypatch.setattr(memory, "_grown", 0)
@@ -155,7 +155,7 @@ def test_a_writer_batch_that_runs_out_of_memory_is_written_again_with_a_doubled_
         writer.close()
         assert conn.execute("SELECT count(*), count(DISTINCT observed) FROM drift_events").fetchone() == (5000, 5000)
     else:
-        with pytest.raises(RuntimeError, match="the result writer failed: Out of Memory"):
+        with pytest.raises(DatabaseError, match="ran out of memory in a write with a working margin of 1 MB"):
             writer.flush()
     conn.close()
 
@@ -170,12 +170,40 @@ def test_a_write_that_still_runs_out_after_the_last_doubling_raises(db_path, mon
         calls.append(memory.working_bytes())
         raise duckdb.OutOfMemoryException("Out of Memory Error: could not allocate block")
 
-    with pytest.raises(duckdb.OutOfMemoryException):
+    with pytest.raises(DatabaseError, match=r"^DuckDB ran out of memory in a write with a working margin of 8 MB: "
+                                            r"set FAIRSWEEP_DUCKDB_WORKING_MB higher$"):
         memory.retry_out_of_memory(conn, write)
     assert calls == [2**20, 2 * 2**20, 4 * 2**20, 8 * 2**20]  # GROWTHS = 3 doublings, then the error
     limit = conn.execute("SELECT current_setting('memory_limit')").fetchone()[0]
     assert limit.endswith("MiB") and 8 <= float(limit.split()[0]) < 10
     conn.close()
+
+
+def test_a_run_out_of_memory_after_the_last_doubling_is_one_line_at_the_command(server, tmp_path, mrni_dir,
+                                                                                    monkeypatch, capsys):
+    """Out of memory in a plan step taken in the event loop (the first, before it, fits in 3 MB): the planner's
+    task fails, and the command says so in one line, naming the knob."""
+    from fairsweep import cli
+
+    monkeypatch.setattr(memory, "WORKING_BYTES", 3 * 2**20)
+    monkeypatch.setattr(memory, "_grown", 0)
+    monkeypatch.setattr(memory, "GROWTHS", 0)
+    monkeypatch.setenv("FAIRSWEEP_PLAN_ROWS", "1")  # a first step of one request, then steps doubling to 1,024
+    code = cli.main(["run", "--model", f"sim=sim-model@{server.base_url}", "--db", str(tmp_path / "x.duckdb"),
+                     "--data-dir", str(mrni_dir), "--limit", "2000", "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.strip().splitlines()[-1] == ("fairsweep: error: DuckDB ran out of memory in a write with a working "
+                                            "margin of 3 MB: set FAIRSWEEP_DUCKDB_WORKING_MB higher")
+    assert "Traceback" not in err
+
+
+def test_an_error_the_user_can_fix_is_found_inside_the_event_loops_task_groups():
+    fixable = DatabaseError("DuckDB ran out of memory")
+    nested = BaseExceptionGroup("tasks", [ValueError("other"), ExceptionGroup("inner", [KeyError("k"), fixable])])
+    assert first_fixable(nested) is fixable
+    assert first_fixable(fixable) is fixable
+    assert first_fixable(ExceptionGroup("tasks", [ValueError("a"), KeyError("b")])) is None
 
 
 def keyed_labels(n: int, first: int = 0) -> str:

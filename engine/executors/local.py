@@ -9,6 +9,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from ...config import ModelSpec
+from ...errors import first_fixable
 from ...providers.registry import make_provider
 from ..attempts import AttemptRecorder
 from ..limit_policy import BreakerSettings
@@ -48,6 +49,11 @@ class LocalExecutor:
             asyncio.run(self._execute(job, queues))
         except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C, or SIGTERM cancelling the loop
             interrupted = True
+        except BaseExceptionGroup as group:  # the planner's and the scheduler's tasks: an error the user can fix
+            fixable = first_fixable(group)  # (e.g. DuckDB out of memory) reaches the CLI as itself, one line
+            if fixable is None:
+                raise
+            raise fixable from group
         return SessionCounts({q.spec.name: q.final_counts() for q in queues}, interrupted)
 
     async def _execute(self, job: SweepJob, queues: list[ModelQueue]) -> None:

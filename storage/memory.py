@@ -9,7 +9,7 @@ estimate that holds before an index is loaded), or what DuckDB reports the index
 WORKING_BYTES for caching and query intermediates (a larger query spills to DuckDB's temporary directory).
 The writer fits it again as answers add keys. A write that still runs out of memory (a busy moment: the planner's
 and the writer's transactions at once) doubles the margin for the rest of the process and is done again
-(`retry_out_of_memory`): a run never fails for want of a margin it could have had.
+(`retry_out_of_memory`, up to GROWTHS times): a run does not fail for want of a margin a few times larger.
 """
 
 from __future__ import annotations
@@ -65,16 +65,16 @@ def retry_out_of_memory(conn: duckdb.DuckDBPyConnection, write: Callable[[], T])
     a query spills what does not fit.
     (A COMMIT that runs out invalidates the whole database instead: the margin is there so that none does.)"""
     global _grown
-    for _ in range(GROWTHS):
+    growths = 0
+    while True:
         try:
             return write()
-        except duckdb.OutOfMemoryException:
+        except duckdb.OutOfMemoryException as exc:
+            if growths == GROWTHS:
+                raise DatabaseError(f"DuckDB ran out of memory in a write with a working margin of "
+                                    f"{working_bytes() // 2**20} MB: set FAIRSWEEP_DUCKDB_WORKING_MB higher") from exc
+            growths += 1
             _grown += working_bytes()
             fit_memory_limit(conn)
             print(f"fairsweep: note: DuckDB ran out of memory in a write, done again with a working margin of "
                   f"{working_bytes() // 2**20} MB (FAIRSWEEP_DUCKDB_WORKING_MB)", file=sys.stderr)
-    try:
-        return write()
-    except duckdb.OutOfMemoryException as exc:
-        raise DatabaseError(f"DuckDB ran out of memory in a write with a working margin of "
-                            f"{working_bytes() // 2**20} MB: set FAIRSWEEP_DUCKDB_WORKING_MB higher") from exc

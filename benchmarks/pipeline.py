@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from typing import Callable
 
 from ..config import SweepConfig
@@ -13,7 +14,7 @@ from ..records import Prompt
 from .registry import FINDINGS, LABELLERS, SCORERS, STAGES, VIEWS, resolve
 
 
-def run_pipeline(config: SweepConfig, prompts: list[Prompt], *, command: str, progress: bool,
+def run_pipeline(config: SweepConfig, prompts: Sequence[Prompt], *, command: str, progress: bool,
                  report: Callable[[RunOutcome], None], retry_failed: tuple[str, ...] | None = None
                  ) -> list[RunOutcome]:
     """Run, stages, score, then what was found; `report` sees each engine run's outcome as it ends.

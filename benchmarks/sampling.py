@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
+from collections.abc import Sequence
 
 from ..config import SweepConfig
 from ..records import Prompt
@@ -15,7 +16,7 @@ from .registry import LOADERS, resolve
 UNIT_KEY = "sample_unit"
 
 
-def _units(prompts: list[Prompt]) -> list[list[int]]:
+def _units(prompts: Sequence[Prompt]) -> list[list[int]]:
     """Prompt indices grouped by unit, units in the order of their first prompt."""
     units: dict[object, list[int]] = {}
     for index, p in enumerate(prompts):
@@ -24,7 +25,7 @@ def _units(prompts: list[Prompt]) -> list[list[int]]:
     return list(units.values())
 
 
-def first_units(prompts: list[Prompt], n: int) -> list[Prompt]:
+def first_units(prompts: Sequence[Prompt], n: int) -> list[Prompt]:
     """--limit: the first n prompts in the fixed order, extended to the end of the last unit (a GAMA pair
     is never split)."""
     if n >= len(prompts):
@@ -36,7 +37,7 @@ def first_units(prompts: list[Prompt], n: int) -> list[Prompt]:
     return prompts[:end]
 
 
-def stratified_sample(prompts: list[Prompt], n: int, seed: int) -> list[Prompt]:
+def stratified_sample(prompts: Sequence[Prompt], n: int, seed: int) -> list[Prompt]:
     """n prompts spread over the strata (metadata["stratum"], e.g. language/condition) in proportion to
     their sizes (largest remainder), drawn with a seeded RNG and returned in the fixed order.
     The same (prompts, n, seed) always gives the same set. With units (UNIT_KEY) the draw is of
@@ -61,15 +62,15 @@ def stratified_sample(prompts: list[Prompt], n: int, seed: int) -> list[Prompt]:
     return [prompts[i] for i in chosen]
 
 
-def load_prompts(config: SweepConfig, data_dir: str | None = None) -> list[Prompt]:
-    """Every selected benchmark's prompts, then --limit (first N in the fixed order) or --sample."""
-    prompts: list[Prompt] = []
-    for name in config.benchmarks:
-        prompts.extend(select_prompts(config, resolve(LOADERS, name, "load prompts")(config, data_dir)))
-    return prompts
+def load_prompts(config: SweepConfig, data_dir: str | None = None) -> Sequence[Prompt]:
+    """Every selected benchmark's prompts, then --limit (first N in the fixed order) or --sample. One benchmark's
+    are returned as its loader gave them (a LazyPrompts stays lazy: lazy_prompts.py); several, in one list."""
+    selected = [select_prompts(config, resolve(LOADERS, name, "load prompts")(config, data_dir))
+                for name in config.benchmarks]
+    return selected[0] if len(selected) == 1 else [p for prompts in selected for p in prompts]
 
 
-def select_prompts(config: SweepConfig, prompts: list[Prompt]) -> list[Prompt]:
+def select_prompts(config: SweepConfig, prompts: Sequence[Prompt]) -> Sequence[Prompt]:
     """--limit (the first N units in the fixed order), else --sample (stratified, seeded), else all."""
     if config.limit is not None:
         return first_units(prompts, config.limit)

@@ -18,6 +18,7 @@ import asyncio
 import time
 from datetime import datetime, timezone
 from collections import deque
+from collections.abc import Sequence
 from typing import Callable, Iterator
 
 from ..config import ModelSpec, SweepConfig, env_int
@@ -49,7 +50,7 @@ class Planner:
     time it takes to read its ids). It runs in the event loop between other work, never in a thread of its
     own: a CPU-bound thread beside the event loop would make every socket call of the loop wait for the GIL."""
 
-    def __init__(self, conn, run: str, prompts: list[Prompt], specs: list[ModelSpec], step_rows: int = PLAN_ROWS,
+    def __init__(self, conn, run: str, prompts: Sequence[Prompt], specs: list[ModelSpec], step_rows: int = PLAN_ROWS,
                  *, resumed: bool = False, max_rows: int = MAX_PLAN_ROWS):
         self._cursor = conn.cursor()
         self.run_name, self.prompts, self.specs = run, prompts, specs
@@ -119,7 +120,7 @@ async def _let_out(answered: Callable[[], bool]) -> None:
         await asyncio.sleep(0.002)
 
 
-def _distinct(prompts: list[Prompt]) -> list[Prompt]:
+def _distinct(prompts: Sequence[Prompt]) -> list[Prompt]:
     seen: dict[tuple, Prompt] = {}
     for p in prompts:
         seen.setdefault((p.benchmark, p.key, p.prompt_hash), p)
@@ -130,7 +131,7 @@ class PlanFeed:
     """Per model, the planned requests still to send (`pending`, the deques the executor takes from),
     topped up from the committed plan; the outcome so far of each model (`outcomes`, `totals`)."""
 
-    def __init__(self, conn, config: SweepConfig, prompts: list[Prompt], specs: list[ModelSpec],
+    def __init__(self, conn, config: SweepConfig, prompts: Sequence[Prompt], specs: list[ModelSpec],
                  retry_failed: tuple[str, ...] | None, session_id: str, *, step_rows: int | None = None):
         self.run_name, self.prompts, self.specs = config.run, prompts, specs
         self.retry_failed, self.session_id = retry_failed, session_id

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..config import ModelSpec, SweepConfig
@@ -37,11 +38,11 @@ if TYPE_CHECKING:
 __all__ = ["run_sweep", "plan_work", "ModelOutcome", "RunOutcome"]
 
 
-def plan_work(config: SweepConfig, prompts: list[Prompt], specs: list[ModelSpec]) -> dict[str, list[WorkItem]]:
+def plan_work(config: SweepConfig, prompts: Sequence[Prompt], specs: list[ModelSpec]) -> dict[str, list[WorkItem]]:
     return {spec.name: plan_items(config.run, spec, prompts) for spec in specs}
 
 
-def run_sweep(config: SweepConfig, prompts: list[Prompt], *, command: str, specs: list[ModelSpec] | None = None,
+def run_sweep(config: SweepConfig, prompts: Sequence[Prompt], *, command: str, specs: list[ModelSpec] | None = None,
               progress: bool = True, policy: RetryPolicy | None = None, check: OutputCheck | None = None,
               executor: Executor | None = None, retry_failed: tuple[str, ...] | None = None,
               after_commit: AfterCommit | None = None) -> RunOutcome:
@@ -107,7 +108,7 @@ def run_sweep(config: SweepConfig, prompts: list[Prompt], *, command: str, specs
         conn.close()
 
 
-def plan_session(conn, config: SweepConfig, prompts: list[Prompt], specs: list[ModelSpec],
+def plan_session(conn, config: SweepConfig, prompts: Sequence[Prompt], specs: list[ModelSpec],
                  retry_failed: tuple[str, ...] | None) -> tuple[dict[str, list[WorkItem]], list[ModelOutcome]]:
     """Record the plan; what is left to send per model, and each model's outcome so far."""
     planned = plan_work(config, prompts, specs)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from typing import Any
 
 from ..config import ModelSpec
 from ..errors import DataError
+from ..lazy_prompts import identities
 from ..records import Prompt, WorkItem, canonical_json
 
 def request_id(run: str, model: str, prompt: Prompt, sample: int, params: dict[str, Any]) -> str:
@@ -29,25 +31,25 @@ def cache_key(spec: ModelSpec, prompt: Prompt, sample: int, params: dict[str, An
     return hashlib.sha256(canonical_json(content).encode()).hexdigest()[:32]
 
 
-def check_unique(prompts: list[Prompt]) -> None:
+def check_unique(prompts: Sequence[Prompt]) -> None:
     """Each prompt once: a request is planned once (the plan table has no key to drop a second copy), so the
     same prompt twice in a session's list (a loader that repeats one, a benchmark listed twice) is refused.
-    Prompts are told apart by benchmark and key first: only those sharing both are hashed (hashing every
-    prompt here would delay the first request by the plan's size; the planner hashes them step by step)."""
-    first_with_key: dict[tuple[str, str], Prompt] = {}
+    Prompts are told apart by benchmark and key first (a LazyPrompts builds none for it): only those sharing
+    both are hashed (hashing every prompt here would delay the first request by the plan's size; the planner
+    hashes them step by step)."""
+    first_at: dict[tuple[str, str], int] = {}
     hashed: set[tuple[str, str, str]] = set()
-    for p in prompts:
-        if (first := first_with_key.get((p.benchmark, p.key))) is None:
-            first_with_key[(p.benchmark, p.key)] = p
+    for index, identity in enumerate(identities(prompts)):
+        if (first := first_at.setdefault(identity, index)) == index:
             continue
-        hashed.add((first.benchmark, first.key, first.prompt_hash))
-        if (key := (p.benchmark, p.key, p.prompt_hash)) in hashed:
-            raise DataError(f"benchmark {p.benchmark!r} gives prompt {p.key!r} twice: list each benchmark once "
-                            f"and give each of its prompts its own key")
+        hashed.add((*identity, prompts[first].prompt_hash))
+        if (key := (*identity, prompts[index].prompt_hash)) in hashed:
+            raise DataError(f"benchmark {identity[0]!r} gives prompt {identity[1]!r} twice: list each benchmark "
+                            f"once and give each of its prompts its own key")
         hashed.add(key)
 
 
-def plan_items(run: str, spec: ModelSpec, prompts: list[Prompt], start: int = 0) -> list[WorkItem]:
+def plan_items(run: str, spec: ModelSpec, prompts: Sequence[Prompt], start: int = 0) -> list[WorkItem]:
     """Every (prompt, sample) for one model, in the prompts' order (sample-major within a prompt).
     `start`: the ordinal of prompts[0] (a slice of a longer prompt list).
 

@@ -17,7 +17,7 @@ SKIP = ("tests", "bench", ".git", ".venv", "build", "dist", "setup.py")  # setup
 FLOORS = (
     # benchmarks.registry is the benchmark table (names, "module:function" entries, identity fields): data
     # the config schema reads, importing nothing but errors, so it sits with the leaves.
-    ("leaves", ("", "errors", "records", "jsonfile", "derived", "config", "benchmarks.registry")),
+    ("leaves", ("", "errors", "records", "lazy_prompts", "jsonfile", "derived", "config", "benchmarks.registry")),
     ("adapters", ("providers", "storage")),
     ("simulator", ("sim",)),
     ("engine", ("engine",)),

@@ -40,6 +40,32 @@ def test_every_verb_has_a_handler_and_every_module_registers_one():
         assert callable(importlib.import_module(name).register), name
 
 
+def test_each_module_registers_the_verbs_listed_for_it_and_a_command_builds_only_its_own():
+    every = set()
+    for name, verbs in VERB_MODULES.items():
+        parser = argparse.ArgumentParser()
+        importlib.import_module(name).register(parser.add_subparsers(), cli.add_common_flags)
+        registered = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)][0].choices
+        assert tuple(registered) == verbs, name
+        every.update(verbs)
+    top = [a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction)][0]
+    assert set(top.choices) == every
+    for verb in every:  # a command's parser holds its own module's verbs, and parses its argv as the whole one
+        own = [a for a in cli.build_parser(verb)._actions if isinstance(a, argparse._SubParsersAction)][0]
+        module_verbs = next(v for v in VERB_MODULES.values() if verb in v)
+        assert tuple(own.choices) == module_verbs
+    argv = ["run", "--model", "sim=m@http://127.0.0.1:1/v1", "--limit", "3", "--no-progress"]
+    assert vars(cli.build_parser("run").parse_args(argv)) == vars(cli.build_parser().parse_args(argv))
+
+
+def test_an_unknown_flag_after_a_verb_is_refused_with_the_usage_of_every_verb(capsys):
+    with pytest.raises(SystemExit) as refused:
+        cli.main(["run", "--no-such-flag"])
+    err = capsys.readouterr().err
+    assert refused.value.code == 2 and "unrecognized arguments: --no-such-flag" in err
+    assert "{run,plan,score,status," in err  # the usage names every verb, not only those of run's module
+
+
 @pytest.mark.parametrize("old, new, handler", [
     (["gama-judge", "--config", "c.toml"], ["gama", "judge", "--config", "c.toml"], gama_eval.cmd_judge),
     (["gama-validation", "export", "--out", "x.csv"], ["gama", "validation", "export", "--out", "x.csv"],

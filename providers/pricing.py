@@ -15,13 +15,41 @@ PRICE_FIELDS = ("litellm_provider", "input_cost_per_token", "output_cost_per_tok
                 "input_cost_per_token_batches", "output_cost_per_token_batches")
 
 
+def price_file() -> Path | None:
+    """litellm's packaged price map, or None when litellm is not installed."""
+    spec = importlib.util.find_spec("litellm")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0]) / PRICE_FILE
+
+
 @functools.lru_cache(maxsize=1)
 def price_map() -> dict:
     """litellm's offline price map reduced to PRICE_FIELDS (load_price_map), or {} when litellm is not installed."""
-    spec = importlib.util.find_spec("litellm")
-    if spec is None or not spec.submodule_search_locations:
-        return {}
-    return load_price_map(Path(list(spec.submodule_search_locations)[0]) / PRICE_FILE)
+    path = price_file()
+    return load_price_map(path) if path is not None else {}
+
+
+@functools.lru_cache(maxsize=1)
+def routes() -> tuple[dict[str, str], frozenset[str]]:
+    """What routing reads of the price map (providers/registry.py), before a run's first request: the provider
+    of each priced model id, and every provider the map names. Kept in the cache folder apart from the prices:
+    ~0.3 ms to read, where the prices take ~2.5 ms (read only when an answer or a plan is priced)."""
+    path = price_file()
+    if path is None:
+        return {}, frozenset()
+    try:
+        provided, named = derived("litellm-routes", [path], lambda: _routes(load_price_map(path)),
+                                  recipe="routes 1")
+    except (OSError, ValueError):
+        return {}, frozenset()
+    return provided, frozenset(named)
+
+
+def _routes(prices: dict) -> tuple[dict[str, str], list[str]]:
+    provided = {model: str(entry["litellm_provider"]).split("-")[0] for model, entry in prices.items()
+                if "input_cost_per_token" in entry and entry.get("litellm_provider")}
+    return provided, sorted({str(entry.get("litellm_provider")).split("-")[0] for entry in prices.values()})
 
 
 def load_price_map(path: Path) -> dict:

@@ -21,7 +21,7 @@ from typing import Iterable
 from ..config import LOCAL_MODEL, ModelSpec, SweepConfig
 from ..errors import ConfigError
 from .base import Provider
-from .pricing import model_price, price_map
+from .pricing import routes
 
 LOCAL, OPENAI_COMPAT, LITELLM = "local", "openai_compat", "litellm"
 ANTHROPIC_API_BASE = "https://api.anthropic.com"
@@ -41,8 +41,7 @@ def openai_compatible() -> dict[str, dict]:
 def litellm_providers() -> frozenset[str]:
     """Providers litellm serves that do not speak OpenAI chat completions (the data file, and every
     provider of litellm's packaged price map, e.g. 'vertex_ai-language-models' -> 'vertex_ai')."""
-    mapped = {str(v.get("litellm_provider")).split("-")[0] for v in price_map().values() if isinstance(v, dict)}
-    return frozenset(_data("litellm_routed.json")["providers"]) | (mapped - set(openai_compatible()))
+    return frozenset(_data("litellm_routed.json")["providers"]) | (routes()[1] - set(openai_compatible()))
 
 
 @dataclass(frozen=True)
@@ -60,8 +59,7 @@ def provider_of(model: str) -> str | None:
     """The provider a model id names: its prefix, or for a bare id the one litellm's price map gives."""
     if "/" in model:
         return model.split("/", 1)[0]
-    entry = model_price(model)
-    return str(entry["litellm_provider"]).split("-")[0] if entry and entry.get("litellm_provider") else None
+    return routes()[0].get(model)
 
 
 def route(spec: ModelSpec) -> Route:

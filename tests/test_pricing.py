@@ -51,3 +51,29 @@ def test_a_price_file_that_cannot_be_read_gives_no_prices_and_is_not_remembered(
     assert load_price_map(broken) == {}
     write_prices(bad, {"m": {"input_cost_per_token": 1e-6}})  # mended: read now, nothing stale kept
     assert load_price_map(bad) == {"m": {"input_cost_per_token": 1e-6}}
+
+
+def test_routing_reads_the_providers_apart_from_the_prices_and_agrees_with_them(cache_home):
+    """A run routes its models before its first request from the small routes cache; the prices are read only
+    when something is priced. Every priced id routes to the provider the price map gives it."""
+    import subprocess
+    import sys
+
+    from fairsweep.providers.pricing import model_price, routes
+
+    routes.cache_clear()  # read (and cached) in this process before, from another cache folder
+    provided, named = routes()
+    for model, entry in price_map().items():
+        priced = model_price(model) if "/" not in model else None
+        if "/" not in model:
+            expected = str(priced["litellm_provider"]).split("-")[0] if priced and priced.get("litellm_provider") \
+                else None
+            assert provided.get(model) == expected, model
+        assert str(entry.get("litellm_provider")).split("-")[0] in named
+    assert list(cache_home.glob("fairsweep/litellm-routes.marshal"))
+    probe = ("from fairsweep.providers import pricing, registry\n"
+             "from fairsweep.config import ModelSpec\n"
+             "r = registry.route(ModelSpec(name='a', model='gpt-4o-mini'))\n"
+             "print(r.adapter, r.provider, pricing.price_map.cache_info().currsize)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["openai_compat", "openai", "0"], done.stderr

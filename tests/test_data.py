@@ -173,3 +173,26 @@ def test_files_hashed_once_are_trusted_by_size_and_mtime_until_they_change(mrni_
     with pytest.raises(DataError, match="MRNI_EN.tsv: checksum mismatch"):
         data.require_verified(copy)
     assert hashed == [edited]
+
+
+def test_the_stamps_of_verified_files_are_kept_for_the_last_copies_only(mrni_dir, tmp_path, monkeypatch):
+    """Every copy of the data is new stamps: verified.json, read by every run, keeps VERIFIED_KEEP of them, the
+    copy in use among them, instead of growing with every copy ever verified."""
+    import fairsweep.benchmarks.mrni.data as data
+    from fairsweep.jsonfile import read_json
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setattr(data, "VERIFIED_KEEP", len(data.pinned()["sha256"]) + 5)
+    copies = []
+    for n in range(3):
+        copies.append(tmp_path / f"mrni{n}")
+        shutil.copytree(mrni_dir, copies[-1])
+        data.require_verified(copies[-1])
+        assert len(read_json(data._verified_file())) <= data.VERIFIED_KEEP
+    hashed = []
+    real = data.sha256_file
+    monkeypatch.setattr(data, "sha256_file", lambda path: hashed.append(path) or real(path))
+    data.require_verified(copies[-1])
+    assert hashed == []  # the copy verified last is still trusted
+    data.require_verified(copies[0])
+    assert len(hashed) == len(data.pinned()["sha256"])  # the first was dropped: hashed again, and it is correct

@@ -19,7 +19,6 @@ from pathlib import Path
 from ...derived import file_stamp
 from ...errors import DataError
 from ...jsonfile import cache_dir as fairsweep_cache, read_json, write_json
-from .data_check import locate
 
 ENV_DIR = "FAIRSWEEP_MRNI_DIR"
 ENV_URL = "FAIRSWEEP_MRNI_URL"
@@ -67,6 +66,11 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
+VERIFIED_KEEP = 256  # stamps kept in verified.json, the last added or used at a save: ~6 copies of the data. Every
+                    # copy of the data (a test's, a user's) is new stamps; kept for good, the file every run reads
+                    # grew with them (~300 KB, ~2 ms to read, after a test suite's copies)
+
+
 def _damaged(data_dir: Path, trust_cache: bool = False) -> dict[str, str]:
     """rel -> "missing" | "checksum mismatch" for every pinned file that is not as released. With
     `trust_cache`, a file whose stamp (derived.file_stamp: the file, its size and modification time) matches
@@ -80,13 +84,15 @@ def _damaged(data_dir: Path, trust_cache: bool = False) -> dict[str, str]:
             continue
         stamp = file_stamp(path)
         if seen.get(stamp) == expected:
+            fresh[stamp] = fresh.pop(stamp)  # used now: last to go
             continue
         if sha256_file(path) != expected:
             damaged[rel] = "checksum mismatch"
         else:
             fresh[stamp] = expected
-    if trust_cache and fresh != seen:
-        _save_verified(fresh)
+    # a new stamp, a new hash for one (the order is not compared), or a file written before the cap
+    if trust_cache and (fresh != seen or len(fresh) > VERIFIED_KEEP):
+        _save_verified(dict(list(fresh.items())[-VERIFIED_KEEP:]))
     return damaged
 
 
@@ -112,6 +118,8 @@ def verify(data_dir: Path, trust_cache: bool = False) -> list[str]:
         if what == "missing":
             problems.append(f"{rel}: missing")
             continue
+        from .data_check import locate  # only damaged data is read line by line
+
         line, found = locate(data_dir, rel, damaged)
         problems.append(f"{rel}: {what}; {f'line {line}: ' if line else ''}{found}")
     return problems

@@ -12,7 +12,6 @@ it: the layer test keeps it on the leaves' floor); `sampling.load_prompts` loads
 
 from __future__ import annotations
 
-import difflib
 import functools
 import importlib
 from dataclasses import dataclass
@@ -105,6 +104,8 @@ def unknown_benchmark(name: str, set_names: list[str]) -> str | None:
     """None for a known benchmark name, else the words of the error (with a did-you-mean)."""
     if name in BENCHMARKS or name in set_names or name in plugin_entry_points():
         return None
+    import difflib  # only an unknown name is worded
+
     known = [*BENCHMARKS, *set_names, *plugin_entry_points()]
     guess = difflib.get_close_matches(name, known, n=1)
     return (f'unknown benchmark "{name}"' + (f' (did you mean "{guess[0]}"?)' if guess else "")

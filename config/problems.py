@@ -7,7 +7,6 @@ unknown keys get a "did you mean". Values are shown TOML-style and redacted (a p
 from __future__ import annotations
 
 import datetime
-import difflib
 import json
 import math
 import typing
@@ -102,9 +101,17 @@ def _unknown(key: str, schema: type, other: type | None, nested: bool) -> str:
         home = "a top-level setting: put it above the first [[models]] table" if nested else \
             "a [[models]] setting: put it in each [[models]] (or [[judges]]) table"
         return f"{show(key)} is {home}"
-    guess = difflib.get_close_matches(key, _fields(schema), n=1)
-    hint = f" (did you mean {show(guess[0])}?)" if guess else f"; allowed: {', '.join(_fields(schema))}"
+    guess = _closest(key, _fields(schema))
+    hint = f" (did you mean {show(guess)}?)" if guess else f"; allowed: {', '.join(_fields(schema))}"
     return f"unknown key {show(key)}{hint}"
+
+
+def _closest(word: str, choices) -> str | None:
+    """The choice close to `word`, if any (difflib is imported only when a config has a problem to word)."""
+    import difflib
+
+    found = difflib.get_close_matches(word, list(choices), n=1)
+    return found[0] if found else None
 
 
 def _must(key: str, value: Any, schema: type, error: dict, flags: dict[str, str] | None) -> str:
@@ -116,9 +123,9 @@ def _must(key: str, value: Any, schema: type, error: dict, flags: dict[str, str]
     shown = "(hidden)" if key == "api_key_env" else show(value)
     choices = _choices(schema, key)
     if error["type"] == "literal_error" and isinstance(error["input"], str) and choices:
-        guess = difflib.get_close_matches(error["input"], choices, n=1)
+        guess = _closest(error["input"], choices)
         noun = {"benchmarks": "benchmark", "executor": "executor"}.get(key, "value")
-        return (f"{name}: unknown {noun} {show(error['input'])}" + (f" (did you mean {show(guess[0])}?)" if guess
+        return (f"{name}: unknown {noun} {show(error['input'])}" + (f" (did you mean {show(guess)}?)" if guess
                 else "") + f"; choose from {', '.join(choices)}")
     return f"{name} must be {expect}, got {shown}"
 

@@ -12,7 +12,6 @@ import hashlib
 import json
 import os
 import re
-import tomllib
 import typing
 from pathlib import Path
 from typing import Any
@@ -246,6 +245,8 @@ def parse_config(data: dict[str, Any], source: str = "config") -> SweepConfig:
 
 def load_config(path: str | Path) -> SweepConfig:
     """Read and validate a sweep TOML file."""
+    import tomllib  # a run named by flags alone reads no TOML
+
     path = Path(path)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))

@@ -57,3 +57,58 @@ def test_a_command_called_in_process_leaves_the_collector_as_it_was(tmp_path):
     frozen = gc.get_freeze_count()
     assert cli.main(["status", "--db", str(tmp_path / "none.duckdb")]) == 2
     assert gc.isenabled() and gc.get_freeze_count() == frozen
+
+
+# What a run has done when its first request leaves: a probe in the child (sitecustomize) records it there and ends
+# the process.
+AT_FIRST_REQUEST = r'''
+import json, os, sys, importlib.abc, importlib.util
+
+class _Probe(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname, path, target=None):
+        if fullname != "aiohttp.client":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)
+        exec_module = spec.loader.exec_module
+        def patched(module):
+            exec_module(module)
+            async def first_request(self, *args, **kwargs):
+                from fairsweep.providers import pricing
+                loader = sys.modules.get("pydantic.plugin._loader")
+                state = {"modules": sorted(sys.modules),
+                         "prices_read": pricing.price_map.cache_info().currsize,
+                         "plugins_scanned": loader is not None and loader._plugins is not None}
+                with open(os.environ["PROBE_OUT"], "w") as out:
+                    json.dump(state, out)
+                os._exit(0)
+            module.ClientSession._request = first_request
+        spec.loader.exec_module = patched
+        return spec
+
+sys.meta_path.insert(0, _Probe())
+'''
+
+
+def test_before_its_first_request_a_run_does_only_what_sending_needs(server, tmp_path, mrni_dir):
+    """No other verb's parser, no price map (routing reads its own small cache), no scan of pydantic plugins, no
+    TOML reader for a run named by flags, no batch or data-check modules, and no more than its first prompts."""
+    import json
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(AT_FIRST_REQUEST)
+    out = tmp_path / "state.json"
+    env = {**os.environ, "FAIRSWEEP_MRNI_DIR": str(mrni_dir), "PROBE_OUT": str(out),
+           "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-m", "fairsweep.cli", "run", "--model", f"sim=sim-model@{server.base_url}",
+                           "--db", str(tmp_path / "r.duckdb"), "--no-progress"], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert done.returncode == 0 and out.exists(), done.stderr
+    state = json.loads(out.read_text())
+    modules = set(state["modules"])
+    assert "fairsweep.commands.run" in modules and "fairsweep.lazy_prompts" in modules
+    assert not modules & {"fairsweep.commands.results", "fairsweep.commands.gama", "fairsweep.commands.view",
+                          "difflib", "tomllib", "fairsweep.storage.batches", "fairsweep.benchmarks.mrni.data_check",
+                          "numpy", "rich"}
+    assert state["prices_read"] == 0 and not state["plugins_scanned"]

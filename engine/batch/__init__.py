@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...storage.batches import live_batches
-
 if TYPE_CHECKING:
     from ...config import ModelSpec, SweepConfig
 
@@ -19,6 +17,8 @@ def batched_specs(conn, config: SweepConfig, specs: list[ModelSpec]) -> list[Mod
     """The specs this session must batch: batch models, and any model with batches still in flight."""
     if not any(s.batch for s in specs) and not _has_batches(conn):
         return []
+    from ...storage.batches import live_batches
+
     live = {b.model for b in live_batches(conn, config.run, [s.name for s in specs])}
     return [s for s in specs if s.batch or s.name in live]
 

@@ -4,7 +4,8 @@
 
 `--before DIR`: a PYTHONPATH entry whose `fairsweep` is another checkout (e.g. a symlink to a worktree of the
 original main); the code under test is the one `import fairsweep` finds now. For each round, both versions run
-the same commands one after the other (alternating which goes first), each as a subprocess under GNU time:
+the same commands one after the other (alternating which goes first), each as a subprocess under GNU time, each
+version with its own copy of the cache folder, warmed up by one short run:
 - multi-model: 1, 5 and 20 models (distinct model ids, one limiter key each, max_concurrency 16 per model) x
   the 4,704 MRNI-BB prompts against an unthrottled simulated server: time from launch to the server's first
   request, peak RSS, client CPU (user + sys) per stored answer, wall (scoring included);
@@ -18,6 +19,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -25,6 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from fairsweep.jsonfile import cache_dir
 from fairsweep.sim.server import SimServerProcess
 
 PROMPTS = 4704
@@ -42,9 +46,31 @@ def config_text(db: Path, server: SimServerProcess, models: int, *, million: boo
     return head + "".join(body)
 
 
-def timed_run(pythonpath: str, config: Path, workdir: Path) -> dict:
-    env = {**os.environ, "PYTHONPATH": pythonpath, "FAIRSWEEP_BENCH_SIM_KEY": "unused-by-the-sim-server"}
+def version_env(pythonpath: str, workdir: Path) -> dict:
+    """The environment of one version's runs: its PYTHONPATH, and its own copy of the cache folder (two versions
+    whose derived caches differ, e.g. in the prompts' format, would each derive them again at every run)."""
+    cache = workdir / ("cache" + re.sub(r"\W", "_", pythonpath))
+    if not cache.exists():
+        source = cache_dir()
+        shutil.copytree(source, cache / "fairsweep") if source.is_dir() else cache.mkdir()
+    env = {**os.environ, "PYTHONPATH": pythonpath, "XDG_CACHE_HOME": str(cache),
+           "FAIRSWEEP_BENCH_SIM_KEY": "unused-by-the-sim-server"}
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: bytecode written once, then read
+    return env
+
+
+def warm_up(pythonpath: str, workdir: Path) -> None:
+    """One short run per version before the rounds: its caches derived, its bytecode written."""
+    with SimServerProcess([]) as server:
+        subprocess.run([sys.executable, "-m", "fairsweep.cli", "run", "--model", f"sim=sim-model@{server.base_url}",
+                        "--limit", "2", "--no-progress", "--db", str(workdir / "warm.duckdb")],
+                       env=version_env(pythonpath, workdir), capture_output=True, text=True, check=True)
+    for stale in workdir.glob("warm.duckdb*"):
+        stale.unlink()
+
+
+def timed_run(pythonpath: str, config: Path, workdir: Path) -> dict:
+    env = version_env(pythonpath, workdir)
     usage = workdir / "usage.txt"
     command = ["/usr/bin/time", "-o", str(usage), "-f", "%M %U %S", sys.executable, "-m", "fairsweep.cli", "run",
                "--config", str(config), "--no-progress"]
@@ -101,6 +127,8 @@ def main() -> None:
     results: dict[tuple[str, str, str], list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
+        for path in versions.values():
+            warm_up(path, workdir)
         for r in range(args.rounds):
             for case, n, million in cases:
                 order = list(versions) if r % 2 == 0 else list(reversed(versions))

@@ -20,7 +20,7 @@ def prompt_key(language: str, instance_id: str) -> str:
     return f"{language}:{instance_id}"
 
 
-PROMPTS_RECIPE = (ROWS_RECIPE, "prompt parts 2")  # change it with what _chunked derives from the rows
+PROMPTS_RECIPE = (ROWS_RECIPE, "prompt parts 3")  # change it with what _chunked derives from the rows
 CHUNK = 256  # prompts per cached chunk: a run's first plan step (engine/plan_stream.PLAN_ROWS) reads one
 
 
@@ -37,15 +37,17 @@ def build_prompts(data_dir: Path) -> LazyPrompts:
     def build(chunk: int) -> list[Prompt]:
         parts, blobs[chunk] = marshal.loads(blobs[chunk]), b""  # a built chunk's blob is not kept
         return [Prompt(BENCHMARK, key, ({"role": "user", "content": content},), metadata)
-                for key, content, metadata in parts]
+                for key, (content, metadata) in zip(keys[chunk * CHUNK:], parts)]
 
     return LazyPrompts(BENCHMARK, keys, CHUNK, build)
 
 
 def _chunked(parts: list[tuple[str, str, dict[str, str]]]) -> tuple[tuple[str, ...], tuple[bytes, ...]]:
-    """The prompts' keys, and their parts as one marshal blob per CHUNK prompts."""
+    """The prompts' keys, and the rest of their parts (text, metadata) as one marshal blob per CHUNK prompts (a
+    prompt's key is the keys' string: not kept twice)."""
+    rest = [(content, metadata) for _, content, metadata in parts]
     return (tuple(key for key, _, _ in parts),
-            tuple(marshal.dumps(parts[i:i + CHUNK]) for i in range(0, len(parts), CHUNK)))
+            tuple(marshal.dumps(rest[i:i + CHUNK]) for i in range(0, len(rest), CHUNK)))
 
 
 def _parts(rows: list[tuple[str, str, dict[str, str]]]) -> list[tuple[str, str, dict[str, str]]]:

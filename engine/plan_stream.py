@@ -28,7 +28,8 @@ from ..storage.checkpoint import answered_count, plan_chunk, remaining
 from .run_outcome import ModelOutcome
 from .work import plan_items
 
-PLAN_ROWS = 256  # requests in the first planned step (one transaction, a few ms of the event loop) ...
+PLAN_ROWS = 32  # requests in the first planned step (one transaction, ~1 ms; 256 took ~15 ms more of the first
+                # request's start, hashing and storing prompts the first window did not need) ...
 MAX_PLAN_ROWS = 1024  # ... doubling per slice up to this: fewer transactions, no long stall of the loop
 IDLE_PLAN_ROWS = 4096  # per step once nothing is left to feed (every model fed or stopped): nothing waits ...
 IDLE_FROM = 200_000  # ... if this many requests are left to plan. A step that large goes in through NumPy

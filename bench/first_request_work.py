@@ -27,32 +27,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+from fairsweep.sim.probe import at_first_request
 from fairsweep.sim.server import SimServerProcess
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from command import PLAIN_CLIENT  # noqa: E402  (bench/command.py, the same plain client)
-
-# Ends the process when aiohttp is about to send its first request (imported by a sitecustomize in the child).
-AT_FIRST_REQUEST = r'''
-import os, sys, importlib.abc, importlib.util
-
-class _EndAtFirstRequest(importlib.abc.MetaPathFinder):
-    def find_spec(self, fullname, path, target=None):
-        if fullname != "aiohttp.client":
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(fullname)
-        exec_module = spec.loader.exec_module
-        def patched(module):
-            exec_module(module)
-            async def end(self, *args, **kwargs):
-                os._exit(0)
-            module.ClientSession._request = end
-        spec.loader.exec_module = patched
-        return spec
-
-sys.meta_path.insert(0, _EndAtFirstRequest())
-'''
 
 
 def instructions(command: list[str], env: dict, workdir: Path) -> float:
@@ -84,7 +63,7 @@ def main() -> None:
         work = Path(tmp)
         site = work / "site"
         site.mkdir()
-        (site / "sitecustomize.py").write_text(AT_FIRST_REQUEST)
+        (site / "sitecustomize.py").write_text(at_first_request())
         one = work / "one.json"
         one.write_text(json.dumps([[{"role": "user", "content": "Say hello."}]]))
         plain_env = child_env(site, None, work / "cache-plain")

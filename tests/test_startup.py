@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 from fairsweep import cli
+from fairsweep.sim.probe import at_first_request
 
 # The command as installed (cli.entry), with a probe at the start of what it calls: is the collector on, and how
 # many objects are frozen?
@@ -59,35 +60,16 @@ def test_a_command_called_in_process_leaves_the_collector_as_it_was(tmp_path):
     assert gc.isenabled() and gc.get_freeze_count() == frozen
 
 
-# What a run has done when its first request leaves: a probe in the child (sitecustomize) records it there and ends
-# the process.
-AT_FIRST_REQUEST = r'''
-import json, os, sys, importlib.abc, importlib.util
-
-class _Probe(importlib.abc.MetaPathFinder):
-    def find_spec(self, fullname, path, target=None):
-        if fullname != "aiohttp.client":
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(fullname)
-        exec_module = spec.loader.exec_module
-        def patched(module):
-            exec_module(module)
-            async def first_request(self, *args, **kwargs):
-                from fairsweep.providers import pricing
-                loader = sys.modules.get("pydantic.plugin._loader")
-                state = {"modules": sorted(sys.modules),
-                         "prices_read": pricing.price_map.cache_info().currsize,
-                         "plugins_scanned": loader is not None and loader._plugins is not None}
-                with open(os.environ["PROBE_OUT"], "w") as out:
-                    json.dump(state, out)
-                os._exit(0)
-            module.ClientSession._request = first_request
-        spec.loader.exec_module = patched
-        return spec
-
-sys.meta_path.insert(0, _Probe())
-'''
+# What a run has done when its first request leaves: recorded there by a probe in the child (sim/probe.py).
+RECORD = """
+import json
+from fairsweep.providers import pricing
+loader = sys.modules.get("pydantic.plugin._loader")
+state = {"modules": sorted(sys.modules), "prices_read": pricing.price_map.cache_info().currsize,
+         "plugins_scanned": loader is not None and loader._plugins is not None}
+with open(os.environ["PROBE_OUT"], "w") as out:
+    json.dump(state, out)
+"""
 
 
 def test_before_its_first_request_a_run_does_only_what_sending_needs(server, tmp_path, mrni_dir):
@@ -97,7 +79,7 @@ def test_before_its_first_request_a_run_does_only_what_sending_needs(server, tmp
 
     site = tmp_path / "site"
     site.mkdir()
-    (site / "sitecustomize.py").write_text(AT_FIRST_REQUEST)
+    (site / "sitecustomize.py").write_text(at_first_request(RECORD))
     out = tmp_path / "state.json"
     env = {**os.environ, "FAIRSWEEP_MRNI_DIR": str(mrni_dir), "PROBE_OUT": str(out),
            "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}

@@ -1,0 +1,43 @@
+"""A probe for benches and tests: the source of a `sitecustomize` module that ends a Python process when aiohttp
+is about to send its first request, after running `action` there (e.g. recording what the process has imported).
+
+Written into a folder on the child's PYTHONPATH, it measures what a command does before its first request leaves
+(bench/first_request_work.py counts the instructions; tests/test_startup.py checks what was done).
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+_SOURCE = '''
+import os, sys, importlib.abc, importlib.util
+
+
+class _AtFirstRequest(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname, path, target=None):
+        if fullname != "aiohttp.client":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)
+        exec_module = spec.loader.exec_module
+
+        def patched(module):
+            exec_module(module)
+
+            async def first_request(self, *args, **kwargs):
+{action}
+                os._exit(0)
+
+            module.ClientSession._request = first_request
+
+        spec.loader.exec_module = patched
+        return spec
+
+
+sys.meta_path.insert(0, _AtFirstRequest())
+'''
+
+
+def at_first_request(action: str = "pass") -> str:
+    """The sitecustomize source; `action` (statements) runs at the first request, before the process ends."""
+    return _SOURCE.format(action=textwrap.indent(textwrap.dedent(action).strip() or "pass", " " * 16))

@@ -29,6 +29,7 @@ from typing import Any
 import duckdb
 
 from ..errors import DatabaseError, QueryError
+from .memory import retry_out_of_memory
 from .readonly import check_query
 
 CHUNK_ROWS = 2048
@@ -107,9 +108,11 @@ class _Handler(socketserver.BaseRequestHandler):
     def _answer(self, cursor: duckdb.DuckDBPyConnection, sql: str, params: Any) -> None:
         try:
             check_query(sql, cursor)
-            result = cursor.execute(sql, params) if params is not None else cursor.execute(sql)
+            result = retry_out_of_memory(  # the run's margin grows for a read that needs more, as for a write
+                cursor, lambda: cursor.execute(sql, params) if params is not None else cursor.execute(sql),
+                "a live read")
             description = result.description
-        except (QueryError, duckdb.Error) as exc:
+        except (QueryError, DatabaseError, duckdb.Error) as exc:
             _send(self.request, pickle.dumps({"error": str(exc).strip().splitlines()[0] if str(exc) else
                                               type(exc).__name__, "kind": type(exc).__name__}))
             return
@@ -290,6 +293,8 @@ def _open_if_free(db: str | Path, config: dict) -> duckdb.DuckDBPyConnection | N
 def _read_error(head: dict) -> Exception:
     if head.get("kind") == "QueryError":
         return QueryError(head["error"])
+    if head.get("kind") == "DatabaseError":  # e.g. out of memory after the margin's last doubling: one line
+        return DatabaseError(head["error"])
     if head.get("kind") == "InterruptException":  # the run closed its connection mid-read: the phase ended
         return ConnectionResetError("the live run ended this phase during the read")
     return duckdb.Error(head["error"])

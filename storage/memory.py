@@ -9,7 +9,8 @@ estimate that holds before an index is loaded), or what DuckDB reports the index
 WORKING_BYTES for caching and query intermediates (a larger query spills to DuckDB's temporary directory).
 The writer fits it again as answers add keys. A write that still runs out of memory (a busy moment: the planner's
 and the writer's transactions at once) doubles the margin for the rest of the process and is done again
-(`retry_out_of_memory`, up to GROWTHS times): a run does not fail for want of a margin a few times larger.
+(`retry_out_of_memory`, up to GROWTHS times): a run does not fail for want of a margin a few times larger. So is
+a read another command makes through the run (storage/live.py), which runs inside the same limit.
 """
 
 from __future__ import annotations
@@ -59,10 +60,11 @@ def fit_memory_limit(conn: duckdb.DuckDBPyConnection, *, new: bool = False) -> i
     return limit
 
 
-def retry_out_of_memory(conn: duckdb.DuckDBPyConnection, write: Callable[[], T]) -> T:
-    """write() (one transaction, which DuckDB's Out of Memory error rolls back); after such an error the margin
-    doubles and write() runs again, at most GROWTHS times, then a DatabaseError names the knob. For writes only:
-    a query spills what does not fit.
+def retry_out_of_memory(conn: duckdb.DuckDBPyConnection, write: Callable[[], T], what: str = "a write") -> T:
+    """write() (one transaction, which DuckDB's Out of Memory error rolls back; or a read the run serves, `what`
+    = "a live read"); after such an error the margin doubles and write() runs again, at most GROWTHS times, then a
+    DatabaseError names the knob. A query spills most of what does not fit, but not every operator can: a live
+    `report` while a run wrote ran out of a 48 MB margin.
     (A COMMIT that runs out invalidates the whole database instead: the margin is there so that none does.)"""
     global _grown
     growths = 0
@@ -71,10 +73,10 @@ def retry_out_of_memory(conn: duckdb.DuckDBPyConnection, write: Callable[[], T])
             return write()
         except duckdb.OutOfMemoryException as exc:
             if growths == GROWTHS:
-                raise DatabaseError(f"DuckDB ran out of memory in a write with a working margin of "
+                raise DatabaseError(f"DuckDB ran out of memory in {what} with a working margin of "
                                     f"{working_bytes() // 2**20} MB: set FAIRSWEEP_DUCKDB_WORKING_MB higher") from exc
             growths += 1
             _grown += working_bytes()
             fit_memory_limit(conn)
-            print(f"fairsweep: note: DuckDB ran out of memory in a write, done again with a working margin of "
+            print(f"fairsweep: note: DuckDB ran out of memory in {what}, done again with a working margin of "
                   f"{working_bytes() // 2**20} MB (FAIRSWEEP_DUCKDB_WORKING_MB)", file=sys.stderr)

@@ -163,3 +163,40 @@ def test_a_read_the_run_interrupts_by_ending_its_phase_is_answered_from_the_file
     thread.join(timeout=120)
     reader.close()
     assert answer == {"rows": [(len(range(3, 3_000_000_000, 7)),)]}, answer
+
+
+def test_a_live_read_that_runs_out_of_the_runs_memory_grows_the_margin_else_says_so_in_one_line(tmp_path, monkeypatch,
+                                                                                              capsys):
+    """A read the run serves runs in the run's DuckDB, inside its memory limit: one that runs out (a live `report`
+    did, in CI) is done again with the margin doubled, as a write is; after the last doubling the reader gets the
+    one-line DatabaseError, not DuckDB's error."""
+    import pytest
+
+    from fairsweep.errors import DatabaseError
+    from fairsweep.storage import memory
+    from fairsweep.storage.db import open_db
+    from fairsweep.storage.live import LiveServer, connect_live
+
+    big = "SELECT len(l) FROM (SELECT list(i) AS l FROM range(100000) t(i))"  # a list aggregate: never spilled
+    monkeypatch.setattr(memory, "WORKING_BYTES", 2**20)
+    for growths, name in ((0, "fixed"), (3, "grown")):
+        monkeypatch.setattr(memory, "_grown", 0)
+        monkeypatch.setattr(memory, "GROWTHS", growths)
+        db = str(tmp_path / f"{name}.duckdb")
+        conn = open_db(db)
+        memory.fit_memory_limit(conn)
+        live = LiveServer(conn, db).start()
+        reader = connect_live(db)
+        try:
+            if growths == 0:
+                with pytest.raises(DatabaseError, match="^DuckDB ran out of memory in a live read with a working "
+                                                        "margin of 1 MB: set FAIRSWEEP_DUCKDB_WORKING_MB higher$"):
+                    reader.execute(big).fetchall()
+            else:
+                assert reader.execute(big).fetchall() == [(100000,)]
+                assert memory.working_bytes() > 2**20
+                assert "ran out of memory in a live read, done again" in capsys.readouterr().err
+        finally:
+            reader.close()
+            live.close()
+            conn.close()

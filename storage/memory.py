@@ -60,17 +60,17 @@ def fit_memory_limit(conn: duckdb.DuckDBPyConnection, *, new: bool = False) -> i
     return limit
 
 
-def retry_out_of_memory(conn: duckdb.DuckDBPyConnection, write: Callable[[], T], what: str = "a write") -> T:
-    """write() (one transaction, which DuckDB's Out of Memory error rolls back; or a read the run serves, `what`
-    = "a live read"); after such an error the margin doubles and write() runs again, at most GROWTHS times, then a
-    DatabaseError names the knob. A query spills most of what does not fit, but not every operator can: a live
-    `report` while a run wrote ran out of a 48 MB margin.
+def retry_out_of_memory(conn: duckdb.DuckDBPyConnection, work: Callable[[], T], what: str = "a write") -> T:
+    """work(): a write (one transaction, which DuckDB's Out of Memory error rolls back), or a read the run serves
+    (`what` = "a live read"); after such an error the margin doubles and work() runs again, at most GROWTHS
+    times, then a DatabaseError names the knob. A query spills most of what does not fit, but not every operator
+    can: a live `report` while a run wrote ran out of a 48 MB margin.
     (A COMMIT that runs out invalidates the whole database instead: the margin is there so that none does.)"""
     global _grown
     growths = 0
     while True:
         try:
-            return write()
+            return work()
         except duckdb.OutOfMemoryException as exc:
             if growths == GROWTHS:
                 raise DatabaseError(f"DuckDB ran out of memory in {what} with a working margin of "

@@ -37,7 +37,7 @@ def build_prompts(data_dir: Path) -> LazyPrompts:
     def build(chunk: int) -> list[Prompt]:
         parts, blobs[chunk] = marshal.loads(blobs[chunk]), b""  # a built chunk's blob is not kept
         return [Prompt(BENCHMARK, key, ({"role": "user", "content": content},), metadata)
-                for key, (content, metadata) in zip(keys[chunk * CHUNK:], parts)]
+                for key, (content, metadata) in zip(keys[chunk * CHUNK:(chunk + 1) * CHUNK], parts)]
 
     return LazyPrompts(BENCHMARK, keys, CHUNK, build)
 

@@ -131,13 +131,16 @@ def send(job: SweepJob, executor: Executor, batches: "BatchSender | None") -> Se
     provider works on the batches, then the batches are followed to their end."""
     if batches is None:
         return executor.execute(job)
-    batches.submit(job.todo)
-    synchronous = [s for s in job.specs if not s.batch]
     sent = SessionCounts()
-    if synchronous and not batches.interrupted:
-        sent = executor.execute(dataclasses.replace(job, specs=synchronous))
-    if not sent.interrupted:
-        batches.wait()
+    try:
+        batches.submit(job.todo)
+        synchronous = [s for s in job.specs if not s.batch]
+        if synchronous and not batches.interrupted:
+            sent = executor.execute(dataclasses.replace(job, specs=synchronous))
+        if not sent.interrupted:
+            batches.wait()
+    except KeyboardInterrupt:  # Ctrl-C between two of these steps' event loops: the batches keep running
+        batches.interrupted = True
     for name, counts in batches.counts().items():
         sent.models[name] = merged(sent.models.get(name), counts)
     sent.interrupted = sent.interrupted or batches.interrupted

@@ -291,6 +291,39 @@ def test_ctrl_c_leaves_batches_running_says_how_to_resume_or_cancel_and_cancel_w
     assert rows(db, "SELECT count(*), count(DISTINCT request_id) FROM responses") == [(30, 30)]
 
 
+@pytest.mark.parametrize("after", ["submit", "synchronous models"])
+def test_ctrl_c_between_submitting_and_following_the_batches_still_says_they_run(sim, db_path, monkeypatch, after):
+    """A real SIGINT right after the batches are submitted, or right after the synchronous models are sent: the
+    run ends interrupted with its batch counted as still in flight (the summary naming it and how to cancel or
+    resume), not with the bare CLI interrupt; the resumed run re-attaches and sends each request once."""
+    from fairsweep.engine.batch.sender import BatchSender
+    from fairsweep.engine.executors.local import LocalExecutor
+
+    owner, method = (BatchSender, "submit") if after == "submit" else (LocalExecutor, "execute")
+    original = getattr(owner, method)
+
+    def then_ctrl_c(self, *args, **kwargs):
+        result = original(self, *args, **kwargs)
+        signal.raise_signal(signal.SIGINT)
+        return result
+
+    server = sim("--api-key", KEY, "--batch-duration-s", "1")
+    models = [batch_model(server, "openai"),
+              ModelSpec(name="sync", model="sync-model", api_base=server.base_url, api_key_env=KEY_ENV)]
+    config = sweep(db_path, models, batch_poll_s=0.1)
+    monkeypatch.setattr(owner, method, then_ctrl_c)
+    try:
+        outcome = run_sweep(config, prompts(12), command="test", progress=False, policy=FAST)
+    except KeyboardInterrupt:
+        pytest.fail("the interrupt escaped the run: the CLI would say only `interrupted`, not that batches run")
+    assert outcome.interrupted and outcome.batches_in_flight == 1
+    monkeypatch.setattr(owner, method, original)
+    resumed = run_sweep(config, prompts(12), command="test", progress=False, policy=FAST)
+    assert resumed.complete and resumed.batches_in_flight == 0
+    assert rows(db_path, "SELECT count(*), count(DISTINCT request_id) FROM responses") == [(24, 24)]
+    assert server.stats()["batches"]["created"] == 1  # followed again on resume, never submitted twice
+
+
 def test_plan_shows_both_prices_and_the_wait(sim, tmp_path, mrni_dir):
     server = sim()
     config = write_config(tmp_path, server, "openai")

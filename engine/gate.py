@@ -65,11 +65,13 @@ class SendGate:
                 self._stops[model] = f"{message}; strict_drift is set: start a new run (--run NEW_NAME)"
 
 
-def build_gate(conn, config, specs, writer) -> SendGate:
-    """Caps and drift watches for one session, starting from what the DB already holds for the run."""
-    spent = spent_by_model(conn, config.run)
+def build_gate(conn, config, specs, writer, *, new_db: bool = False) -> SendGate:
+    """Caps and drift watches for one session, starting from what the DB already holds for the run
+    (`new_db`: nothing, and the DB may still be opening: not looked at)."""
+    spent = {} if new_db else spent_by_model(conn, config.run)
     run_cap = SpendCap(f"run {config.run}", config.max_cost, sum(spent.values()))
     caps = {spec.name: [SpendCap(f"model {spec.name}", spec.max_cost, spent.get(spec.name, 0.0)), run_cap]
             for spec in specs}
-    drift = {spec.name: watch_from(spec.name, answered_as(conn, config.run, spec.name)) for spec in specs}
+    drift = {spec.name: watch_from(spec.name, [] if new_db else answered_as(conn, config.run, spec.name))
+             for spec in specs}
     return SendGate(config.run, caps, drift, config.strict_drift, writer.add)

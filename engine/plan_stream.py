@@ -15,11 +15,12 @@ index would grow with the plan and stay in memory) and sends only what is not fi
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from datetime import datetime, timezone
 from collections import deque
 from collections.abc import Sequence
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from ..config import ModelSpec, SweepConfig, env_int
 from ..records import Prompt, WorkItem
@@ -27,6 +28,9 @@ from ..storage.cache import serve_from_cache
 from ..storage.checkpoint import answered_count, plan_chunk, remaining
 from .run_outcome import ModelOutcome
 from .work import plan_items
+
+if TYPE_CHECKING:
+    from .opening import DbOpening
 
 PLAN_ROWS = 32  # requests in the first planned step (one transaction, ~1 ms; 256 took ~15 ms more of the first
                 # request's start, hashing and storing prompts the first window did not need) ...
@@ -43,17 +47,27 @@ FIRST_SEND_S = 0.1  # after the first windows, the loop is left to the executor 
                     # this long: a plan step (tens of ms) taken at once would hold the first requests on their
                     # way out (connect, write), and the time to the first request would grow with the plan
 
+# A step of the plan: (model, how many of its prompts are planned with it, its requests, their distinct prompts).
+PlanStep = tuple[str, int, list[WorkItem], list[Prompt]]
+
 
 class Planner:
     """Writes the whole plan, a step per call of `step()`; `planned[model]`: how many prompts of it are
-    committed. A new run is written slice-major (every model starts after one step); a resumed one model by
-    model, writing only what its earlier sessions did not (looked up per model: a finished run plans in the
-    time it takes to read its ids). It runs in the event loop between other work, never in a thread of its
-    own: a CPU-bound thread beside the event loop would make every socket call of the loop wait for the GIL."""
+    committed (or handed out before a new DB opened, and written once it has). A new run is written
+    slice-major (every model starts after one step); a resumed one model by model, writing only what its
+    earlier sessions did not (looked up per model: a finished run plans in the time it takes to read its ids).
+    It runs in the event loop between other work, never in a thread of its own: a CPU-bound thread beside the
+    event loop would make every socket call of the loop wait for the GIL."""
 
     def __init__(self, conn, run: str, prompts: Sequence[Prompt], specs: list[ModelSpec], step_rows: int = PLAN_ROWS,
-                 *, resumed: bool = False, max_rows: int = MAX_PLAN_ROWS):
+                 *, resumed: bool = False, max_rows: int = MAX_PLAN_ROWS, opening: "DbOpening | None" = None):
         self._cursor = conn.cursor()
+        self._opening = opening  # a new DB opening beside the run (engine/opening.py), else None
+        self._held: list[tuple[list[WorkItem], list[Prompt]]] = []  # steps handed out before it was open
+        self._holding = opening is not None
+        self._lock = threading.Lock()  # the held steps: handed out here, written by the opening thread
+        if opening is not None:
+            opening.on_open(self._write_held)
         self.run_name, self.prompts, self.specs = run, prompts, specs
         self._samples = max((s.samples for s in specs), default=1)
         self.step_prompts = max(1, step_rows // self._samples)
@@ -62,10 +76,41 @@ class Planner:
         self.done = False
         self._steps = self._plan_models() if resumed else self._plan_slices()
 
-    def step(self) -> None:
-        """Write the next step (one transaction)."""
-        if not self.done and next(self._steps, None) is None:
+    def step(self) -> bool:
+        """Write the next step (one transaction); False when there was nothing to do. While a new DB is still
+        opening, the first slice (a step per model) is planned and handed out unwritten: nothing that waits for
+        the DB holds the first requests. The opening thread writes it as the DB opens, before any answer is
+        committed (an answer's labels are derived from its planned request)."""
+        with self._lock:
+            if self._holding:
+                if self._opening.ready:  # it ended without writing them: it failed, and this raises its error
+                    self._opening.wait()
+                if self.done or len(self._held) >= len(self.specs):
+                    return False
+                return self._next_step(hold=True)
+        return self._next_step(hold=False)
+
+    def _next_step(self, hold: bool) -> bool:
+        step = next(self._steps, None)
+        if step is None:
             self.done = True
+            return False
+        name, upto, items, prompts = step
+        if hold:
+            self._held.append((items, prompts))
+        elif items:
+            plan_chunk(self._cursor, items, prompts)
+        self.planned[name] = upto
+        return True
+
+    def _write_held(self, conn) -> None:
+        """In the opening thread, as the new DB opens: the steps handed out so far; the next are written here."""
+        with self._lock:
+            for items, prompts in self._held:
+                if items:
+                    plan_chunk(conn, items, prompts)
+            self._held.clear()
+            self._holding = False
 
     def hurry(self) -> None:
         """Nothing waits for the event loop: larger steps from now on, if much of the plan is left."""
@@ -78,15 +123,17 @@ class Planner:
         return sum(len(self.prompts) - planned for planned in self.planned.values()) * self._samples
 
     def finish(self) -> None:
+        if self._opening is not None:
+            self._opening.wait()  # a new DB still opening: its held steps are written then
         self.hurry()
-        while not self.done:
-            self.step()
+        while self.step():
+            pass
 
     def close(self) -> None:
         self.done = True
         self._cursor.close()
 
-    def _plan_models(self) -> Iterator[bool]:
+    def _plan_models(self) -> Iterator[PlanStep]:
         for spec in self.specs:
             planned = {r[0] for r in self._cursor.execute(
                 "SELECT request_id FROM requests WHERE run = ? AND model = ?", [self.run_name, spec.name]).fetchall()}
@@ -94,22 +141,17 @@ class Planner:
             while start < len(self.prompts):
                 chunk = self.prompts[start:start + self.step_prompts]
                 items = [i for i in plan_items(self.run_name, spec, chunk, start) if i.request_id not in planned]
-                if items:
-                    plan_chunk(self._cursor, items, _distinct([i.prompt for i in items]))
                 start += len(chunk)
-                self.planned[spec.name] = start
-                yield True
+                yield spec.name, start, items, _distinct([i.prompt for i in items])
                 self.step_prompts = min(2 * self.step_prompts, self._max_prompts)
 
-    def _plan_slices(self) -> Iterator[bool]:
+    def _plan_slices(self) -> Iterator[PlanStep]:
         start = 0
         while start < len(self.prompts):
             chunk = self.prompts[start:start + self.step_prompts]
             for k, spec in enumerate(self.specs):
-                plan_chunk(self._cursor, plan_items(self.run_name, spec, chunk, start),
-                           _distinct(chunk) if k == 0 else [])
-                self.planned[spec.name] = start + len(chunk)
-                yield True
+                yield (spec.name, start + len(chunk), plan_items(self.run_name, spec, chunk, start),
+                       _distinct(chunk) if k == 0 else [])
             start += len(chunk)
             self.step_prompts = min(2 * self.step_prompts, self._max_prompts)
 
@@ -133,19 +175,24 @@ class PlanFeed:
     topped up from the committed plan; the outcome so far of each model (`outcomes`, `totals`)."""
 
     def __init__(self, conn, config: SweepConfig, prompts: Sequence[Prompt], specs: list[ModelSpec],
-                 retry_failed: tuple[str, ...] | None, session_id: str, *, step_rows: int | None = None):
+                 retry_failed: tuple[str, ...] | None, session_id: str, *, step_rows: int | None = None,
+                 opening: "DbOpening | None" = None, replayed: bool = False):
+        """`opening`: the DB is new, created by this session beside its first requests (engine/opening.py), so it
+        holds nothing yet. `replayed`: a killed run's journal was replayed as the DB opened: it may hold answers
+        of this run planned by no session (sent before that run's DB was open)."""
+        new_db = opening is not None
         self.run_name, self.prompts, self.specs = config.run, prompts, specs
         self.retry_failed, self.session_id = retry_failed, session_id
         self._cursor = conn.cursor()
         self.started = datetime.now(timezone.utc)
-        # A run with nothing planned before this session has nothing finished: no need to look it up.
-        self.fresh = not conn.execute("SELECT EXISTS (SELECT 1 FROM requests WHERE run = ?)",
-                                      [config.run]).fetchone()[0]
+        # A run with nothing planned or replayed before this session has nothing finished: no need to look it up.
+        self.fresh = new_db or (not replayed and not conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM requests WHERE run = ?)", [config.run]).fetchone()[0])
         # Only answers stored before this session serve from the cache: none, no need to look.
-        self.cache_filled = conn.execute("SELECT EXISTS (SELECT 1 FROM responses)").fetchone()[0]
+        self.cache_filled = not new_db and conn.execute("SELECT EXISTS (SELECT 1 FROM responses)").fetchone()[0]
         rows = step_rows or env_int("FAIRSWEEP_PLAN_ROWS")  # set: every step this size (tests slow a plan down)
         self.planner = Planner(conn, config.run, prompts, specs, rows or PLAN_ROWS, resumed=not self.fresh,
-                               max_rows=rows or MAX_PLAN_ROWS)
+                               max_rows=rows or MAX_PLAN_ROWS, opening=opening)
         self.pending: dict[str, deque[WorkItem]] = {s.name: deque() for s in specs}
         self.outcomes = [ModelOutcome(s.name, len(prompts) * s.samples, 0) for s in specs]
         self._outcome = {o.name: o for o in self.outcomes}
@@ -198,11 +245,11 @@ class PlanFeed:
         planner = self.planner
         first_windows = True
         while not (self.finished and planner.done):
-            progressed = not planner.done
             if self._stepped_ahead:  # the first step was written before the loop started: feed it first
                 self._stepped_ahead = False
+                progressed = not planner.done
             else:
-                planner.step()  # one step of the plan, then answers and windows
+                progressed = planner.step()  # one step of the plan, then answers and windows
             for spec in self.specs:
                 name = spec.name
                 if name in self._finished:

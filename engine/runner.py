@@ -7,7 +7,6 @@ DB, the plan and the single writer, whichever executor sends.
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -15,16 +14,14 @@ from ..config import ModelSpec, SweepConfig
 from ..providers.registry import preflight
 from ..records import Prompt, WorkItem
 from ..storage.cache import serve_from_cache
-from ..storage.checkpoint import answered_count, plan_requests, register_run, remaining
-from ..storage.db import open_db
+from ..storage.checkpoint import answered_count, plan_requests, remaining
 from ..storage.journal import Journal
-from ..storage.live import LiveServer
-from ..storage.memory import fit_memory_limit
 from ..storage.writer import AfterCommit, RowWriter
 from .batch import batched_specs
 from .executors import SweepJob, select_executor
 from .gate import build_gate
 from .limit_policy import BreakerSettings
+from .opening import RunDb, opens_beside
 from .run_outcome import ModelOutcome, RunOutcome, SessionCounts, merged
 from .plan_stream import PlanFeed
 from .progress import live_lines
@@ -57,26 +54,23 @@ def run_sweep(config: SweepConfig, prompts: Sequence[Prompt], *, command: str, s
     executor = executor or select_executor(config)
     for spec in specs:
         preflight(spec)  # e.g. native code that cannot run here: stop before the DB is touched
-    new_db = not os.path.exists(config.db)
-    conn = open_db(config.db)
-    fit_memory_limit(conn, new=new_db)  # DuckDB caches what its indexes need plus a margin, not 80% of the machine
-    # other commands read this DB through this process; `state`: what only it knows (pace, stops), for `view`
-    live = LiveServer(conn, config.db, state=lambda: {"run": config.run, "models": live_lines()}).start()
-    feed = None
+    db = RunDb.open(config, command, live_lines, beside=opens_beside(config, specs, getattr(executor, "name", "")))
+    conn, feed = db.conn, None
     try:
-        session_id = register_run(conn, config, command)
+        session_id = db.session_id
         check_unique(prompts)  # each request is planned once, whichever way the plan is written
-        batched = batched_specs(conn, config, specs)
+        batched = [] if db.new else batched_specs(conn, config, specs)
         if batched:  # batches are cut from the whole plan: plan it first
             todo, outcomes = plan_session(conn, config, prompts, specs, retry_failed)
         else:  # plan while sending (engine/plan_stream.py)
-            feed = PlanFeed(conn, config, prompts, specs, retry_failed, session_id)
+            feed = PlanFeed(conn, config, prompts, specs, retry_failed, session_id, opening=db.opening,
+                            replayed=db.replayed)
             feed.plan_ahead()  # while the adapters' modules may still be loading (providers/registry.preload)
             todo, outcomes = feed.pending, feed.outcomes
         writer = RowWriter(conn, flush_rows=config.flush_rows, flush_ms=config.flush_ms,
                            journal=Journal(config.db, fsync=config.journal_fsync), after_commit=after_commit)
         try:
-            gate = build_gate(conn, config, specs, writer)
+            gate = build_gate(conn, config, specs, writer, new_db=db.new)
             batches = None
             if batched:
                 from .batch.sender import BatchSender  # its adapters only for runs that batch
@@ -102,10 +96,11 @@ def run_sweep(config: SweepConfig, prompts: Sequence[Prompt], *, command: str, s
         return RunOutcome(config.run, config.db, outcomes, sent.interrupted, warnings=list(gate.drift_warnings),
                           batches_in_flight=len(batches.in_flight()) if batches else 0)
     finally:
-        if feed is not None:
-            feed.close()
-        live.close()
-        conn.close()
+        try:
+            if feed is not None:
+                feed.close()
+        finally:
+            db.close()
 
 
 def plan_session(conn, config: SweepConfig, prompts: Sequence[Prompt], specs: list[ModelSpec],

@@ -134,7 +134,18 @@ def preload(specs: Iterable[ModelSpec]) -> threading.Thread | None:
         return None
     thread = threading.Thread(target=_import_quietly, args=(sorted(names),), name="fairsweep-preload", daemon=True)
     thread.start()
+    global _preloading
+    _preloading = thread
     return thread
+
+
+_preloading: threading.Thread | None = None  # the last preload() of this process (one per run command)
+
+
+def wait_for_preload() -> None:
+    """Until the adapters' modules the last preload() began importing are loaded (at once if none is loading)."""
+    if _preloading is not None:
+        _preloading.join()
 
 
 def preload_for(config: SweepConfig) -> threading.Thread | None:

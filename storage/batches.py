@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-import duckdb
+from .duck import duckdb
 
 from .tx import transaction
 from .writer import insert_rows

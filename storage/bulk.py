@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 
-import duckdb
+from .duck import duckdb
 
 from ..records import AttemptRow, DriftRow, ResponseRow
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime, timezone
 
-import duckdb
+from .duck import duckdb
 
 from ..records import AttemptRow, Outcome, ResponseRow, WorkItem
 from .tx import transaction

@@ -8,7 +8,7 @@ import os
 import uuid
 from typing import Any
 
-import duckdb
+from .duck import duckdb
 
 from .. import __version__
 from ..config import SweepConfig
@@ -24,8 +24,10 @@ def identity_hash(identity: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def register_run(conn: duckdb.DuckDBPyConnection, config: SweepConfig, command: str) -> str:
-    """Create the run, or check that a resumed run keeps its identity. Returns a new session id."""
+def register_run(conn: duckdb.DuckDBPyConnection, config: SweepConfig, command: str,
+                 session_id: str | None = None) -> str:
+    """Create the run, or check that a resumed run keeps its identity. Records the session (`session_id`, or a
+    new one) and returns its id."""
     identity = config.identity()
     row = conn.execute("SELECT identity_hash, identity FROM runs WHERE run = ?", [config.run]).fetchone()
     if row is None:
@@ -35,7 +37,7 @@ def register_run(conn: duckdb.DuckDBPyConnection, config: SweepConfig, command: 
         raise RunConflictError(_conflict_message(config, json.loads(row[1]), identity))
     else:
         conn.execute("UPDATE runs SET updated_at = now(), config = ? WHERE run = ?", [config.to_json(), config.run])
-    session_id = uuid.uuid4().hex
+    session_id = session_id or uuid.uuid4().hex
     conn.execute("INSERT INTO sessions VALUES (?, ?, ?, ?, now())", [session_id, config.run, command, os.getpid()])
     return session_id
 

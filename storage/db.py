@@ -7,7 +7,7 @@ import time
 from importlib import resources
 from pathlib import Path
 
-import duckdb
+from .duck import duckdb
 
 from ..errors import DatabaseError
 from .journal import replay
@@ -17,10 +17,12 @@ from .template import seed_new_db
 from .tx import transaction
 
 
-def open_db(path: str | Path, *, read_only: bool = False, config: dict | None = None) -> duckdb.DuckDBPyConnection:
-    """Open the results DB. Read-write opens migrate the schema and refresh the SQL views. `config`: DuckDB
-    settings applied before the first statement (storage/readonly.py's guards). A read-only open of a DB
-    that a run is writing reads through that run (storage/live.py: a LiveConnection)."""
+def open_db(path: str | Path, *, read_only: bool = False, config: dict | None = None,
+            replay_journal: bool = True) -> duckdb.DuckDBPyConnection:
+    """Open the results DB. Read-write opens migrate the schema and refresh the SQL views, and replay the
+    journal a killed run left (`replay_journal=False`: the journal beside it is the opening process's own,
+    engine/opening.py). `config`: DuckDB settings applied before the first statement (storage/readonly.py's
+    guards). A read-only open of a DB that a run is writing reads through that run (storage/live.py)."""
     path = Path(path)
     if read_only and not path.exists():
         raise DatabaseError(f"database {path} does not exist: check --db, or start a run first")
@@ -42,7 +44,7 @@ def open_db(path: str | Path, *, read_only: bool = False, config: dict | None = 
         conn.execute("UPDATE schema_migrations SET applied_at = now()")
     elif not read_only:
         _prepare(conn)
-    if not read_only:
+    if not read_only and replay_journal:
         replay(conn, path)  # answers a killed run had received but not committed
     return conn
 

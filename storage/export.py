@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import duckdb
+from .duck import duckdb
 
 from .db import open_db
 

@@ -23,7 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
 
-import duckdb
+from .duck import duckdb
 
 from ..records import AttemptRow, DriftRow, ResponseRow
 from .tx import transaction
@@ -85,9 +85,15 @@ class Journal:
         self._path, self._fd = self._open()
 
     def _open(self) -> tuple[Path, int]:
-        path = self.folder / f"{self.prefix}{self._next}"
-        self._next += 1
-        return path, os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        """A new segment, never one another process appends to (two runs may start on one new DB at once:
+        engine/opening.py; the one refused by the DB's lock leaves its segments for the next open to replay)."""
+        while True:
+            path = self.folder / f"{self.prefix}{self._next}"
+            self._next += 1
+            try:
+                return path, os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+            except FileExistsError:
+                continue
 
     def append(self, *rows: NamedTuple) -> None:
         """One write for the rows of one call (an answer's attempt and response)."""

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import duckdb
+from .duck import duckdb
 
 from ..errors import DatabaseError, QueryError
 from .memory import retry_out_of_memory

@@ -18,7 +18,7 @@ from __future__ import annotations
 import sys
 from typing import Callable, TypeVar
 
-import duckdb
+from .duck import duckdb
 
 from ..config import env_int
 from ..errors import DatabaseError

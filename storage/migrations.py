@@ -10,7 +10,7 @@ import functools
 import re
 from importlib import resources
 
-import duckdb
+from .duck import duckdb
 
 from .tx import transaction
 

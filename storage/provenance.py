@@ -3,7 +3,7 @@ and fingerprints its answers came from."""
 
 from __future__ import annotations
 
-import duckdb
+from .duck import duckdb
 
 
 def spent_by_model(conn: duckdb.DuckDBPyConnection, run: str) -> dict[str, float]:

@@ -12,7 +12,7 @@ This module opens nothing itself (db.py and live.py use it; it uses neither).
 from __future__ import annotations
 
 import json
-import duckdb
+from .duck import duckdb
 
 from ..errors import QueryError
 

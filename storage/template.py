@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 from typing import Callable
 
-import duckdb
+from .duck import duckdb
 
 from ..jsonfile import cache_dir
 

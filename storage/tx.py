@@ -5,7 +5,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Iterator
 
-import duckdb
+from .duck import duckdb
 
 
 @contextmanager

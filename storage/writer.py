@@ -14,7 +14,7 @@ import threading
 import time
 from typing import Callable, NamedTuple
 
-import duckdb
+from .duck import duckdb
 
 from ..errors import FairsweepError
 from ..records import AttemptRow, DriftRow, ResponseRow
@@ -23,7 +23,7 @@ from .journal import Journal
 from .memory import REFIT_ROWS, fit_memory_limit, retry_out_of_memory
 from .tx import transaction
 
-AfterCommit = Callable[[duckdb.DuckDBPyConnection, list[ResponseRow]], None]
+AfterCommit = Callable[["duckdb.DuckDBPyConnection", list[ResponseRow]], None]  # a cursor, the answers committed
 ATTEMPT_COLUMNS = AttemptRow._fields
 RESPONSE_COLUMNS = ResponseRow._fields
 DRIFT_COLUMNS = DriftRow._fields
@@ -128,6 +128,8 @@ class RowWriter:
     def _write(self, batch: dict[type, list[NamedTuple]]) -> None:
         if not any(batch.values()):
             return
+        if (resolve := getattr(self._conn, "resolve", None)) is not None:  # a new DB still opening (engine/
+            self._conn = resolve()  # opening.py): its first rows wait for it here, in the journal meanwhile
         retry_out_of_memory(self._conn, lambda: self._commit(batch))
         if self._after_commit is not None and batch[ResponseRow]:
             self._derive(batch[ResponseRow])

@@ -20,6 +20,7 @@ from fairsweep.engine.opening import opens_beside
 from fairsweep.engine.runner import run_sweep
 from fairsweep.errors import DatabaseError
 from fairsweep.records import Prompt
+from fairsweep.sim.probe import on_import
 from fairsweep.storage.journal import segments
 
 FIRST_STEP = 32  # engine/plan_stream.PLAN_ROWS: what a new run hands out before its DB is open
@@ -83,26 +84,10 @@ def test_a_failed_open_ends_the_run_with_its_error_and_what_was_received_is_stor
     assert rows(config.db, "SELECT count(*) FROM requests") == [(100,)]
 
 
-BLOCKED_OPEN = textwrap.dedent('''
-    import importlib.abc, importlib.util, sys, threading
-
-    class _Hook(importlib.abc.MetaPathFinder):
-        def find_spec(self, fullname, path, target=None):
-            if fullname != "fairsweep.engine.opening":
-                return None
-            sys.meta_path.remove(self)
-            spec = importlib.util.find_spec(fullname)
-            exec_module = spec.loader.exec_module
-
-            def patched(module):
-                exec_module(module)
-                module.open_db = lambda *a, **k: threading.Event().wait()  # the DB never opens
-
-            spec.loader.exec_module = patched
-            return spec
-
-    sys.meta_path.insert(0, _Hook())
-''')
+BLOCKED_OPEN = on_import("fairsweep.engine.opening", """
+import threading
+module.open_db = lambda *args, **kwargs: threading.Event().wait()  # the DB never opens
+""")
 
 
 def test_a_run_killed_before_its_new_db_opened_resumes_without_sending_what_it_had_received(sim, tmp_path,

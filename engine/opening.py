@@ -60,13 +60,7 @@ class RunDb:
         replayed = bool(segments(config.db))  # a killed run's journal, replayed by the open
         new_db = not os.path.exists(config.db)
         conn = open_db(config.db)
-        try:  # DuckDB caches what its indexes need plus a margin, not 80% of the machine
-            fit_memory_limit(conn, new=new_db)
-            # other commands read this DB through this process
-            live = LiveServer(conn, config.db, state=state).start()
-        except BaseException:
-            conn.close()
-            raise
+        live, session_id = serve_run(conn, config, command, state, new=new_db)
 
         def close() -> None:
             try:
@@ -74,13 +68,23 @@ class RunDb:
             finally:
                 conn.close()
 
-        try:
-            session_id = register_run(conn, config, command)
-        except BaseException:
-            close()
-            raise
         return cls(conn, session_id, close, replayed=replayed)
 
+
+def serve_run(conn, config: SweepConfig, command: str, state: Callable[[], Any], *, new: bool,
+              session_id: str | None = None) -> tuple[LiveServer, str]:
+    """On the open DB: fit DuckDB's memory, start the live reads, register the run (with `session_id`, else a new
+    one). Returns the live server and the session id; closes `conn` if any of it fails."""
+    live = None
+    try:
+        fit_memory_limit(conn, new=new)  # DuckDB caches what its indexes need plus a margin, not 80% of the machine
+        live = LiveServer(conn, config.db, state=state).start()  # other commands read the DB through this process
+        return live, register_run(conn, config, command, session_id=session_id)
+    except BaseException:
+        if live is not None:
+            live.close()
+        conn.close()
+        raise
 
 class DbOpening:
     """Opens a new DB in a background thread: `conn` is usable at once (each use waits for the open)."""
@@ -141,23 +145,20 @@ class DbOpening:
         try:
             wait_for_preload()  # DuckDB's import and the adapters' would take the GIL from each other
             conn = open_db(self.config.db, replay_journal=False)  # the journal beside it is this run's own
+            if conn.execute("SELECT EXISTS (SELECT 1 FROM runs)").fetchone()[0]:  # not new after all
+                conn.close()
+                raise DatabaseError(
+                    f"database {self.config.db} was created by another fairsweep run as this one started: "
+                    f"run the command again to resume (the answers this one received are kept)")
+            live, _ = serve_run(conn, self.config, self.command, self.state, new=True, session_id=self.session_id)
             try:
-                if conn.execute("SELECT EXISTS (SELECT 1 FROM runs)").fetchone()[0]:  # not new after all
-                    raise DatabaseError(
-                        f"database {self.config.db} was created by another fairsweep run as this one started: "
-                        f"run the command again to resume (the answers this one received are kept)")
-                fit_memory_limit(conn, new=True)
-                self._live = LiveServer(conn, self.config.db, state=self.state).start()
-                register_run(conn, self.config, self.command, session_id=self.session_id)
                 with self._lock:
                     for write in self._on_open:
                         write(conn)
-                    self._real = conn
+                    self._live, self._real = live, conn
                     self._done.set()
             except BaseException:
-                if self._live is not None:
-                    self._live.close()
-                    self._live = None
+                live.close()
                 conn.close()
                 raise
         except BaseException as exc:  # raised where the run next uses the DB

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import inspect
 import sys
 from collections.abc import Sequence
 from typing import Callable
@@ -44,18 +45,28 @@ def show_findings(config: SweepConfig, benchmarks) -> None:
 
 def labeller(benchmarks) -> Callable | None:
     """One function that labels committed answers for every selected benchmark that has a labeller. The
-    labellers are imported at their first call, in the writer thread: not before the first request."""
+    labellers are imported at their first call, in the writer thread: not before the first request. A labeller
+    that takes `prompts` is given the answers' prompts the run holds (request_id -> Prompt); one that does not
+    (`label(conn, responses)`) reads them from the DB."""
     names = [name for name in benchmarks if name in LABELLERS]
     if not names:
         return None
     labellers: list[Callable] = []
 
-    def label(conn, responses) -> None:
+    def label(conn, responses, prompts) -> None:
         if not labellers:
-            labellers.extend(resolve(LABELLERS, name, "label answers") for name in names)
+            labellers.extend(with_prompts(resolve(LABELLERS, name, "label answers")) for name in names)
         for each in labellers:
-            each(conn, responses)
+            each(conn, responses, prompts)
     return label
+
+
+def with_prompts(label: Callable) -> Callable:
+    """`label` as label(conn, responses, prompts), whether or not it takes the prompts."""
+    parameters = inspect.signature(label).parameters.values()
+    if any(p.name == "prompts" or p.kind is p.VAR_KEYWORD for p in parameters):
+        return lambda conn, responses, prompts: label(conn, responses, prompts=prompts)
+    return lambda conn, responses, prompts: label(conn, responses)
 
 
 def run_later_stages(config: SweepConfig, command: str, progress: bool,

@@ -31,8 +31,10 @@ class Benchmark:
 
     - `load(config, data_dir) -> list[Prompt]`: its items as prompts (`records.Prompt`: key, messages,
       metadata; `metadata["stratum"]` drives --sample), in a fixed order;
-    - `label(conn, responses)`: its parser, run on each batch of answers as the writer commits it (live
-      reads see labels; scoring labels whatever is left);
+    - `label(conn, responses[, prompts])`: its parser, run on each batch of answers as the writer commits it
+      (live reads see labels; scoring labels whatever is left). One that takes `prompts` is given request_id ->
+      Prompt for the answers this process sent (not those served from the cache, replayed or from Ray workers:
+      it reads those from the DB);
     - `views(conn)`: creates its SQL views (CREATE OR REPLACE), run before scoring and reporting (the
       built-ins keep theirs in storage/sql, applied on every open);
     - `score(conn, config) -> dict` of counts: offline, re-runnable labelling and statistics tables;

@@ -8,15 +8,17 @@ from datetime import datetime, timezone
 from typing import Protocol
 
 from ..providers.base import Completion, ProviderFailure
-from ..records import INVALID_OUTPUT, AttemptRow, Outcome, ResponseRow, WorkItem
+from ..records import INVALID_OUTPUT, AttemptRow, Outcome, Prompt, ResponseRow, WorkItem
 
 MAX_ERROR_CHARS = 500
 
 
 class RowSink(Protocol):
-    """Where rows go: the RowWriter, or a buffer that carries them to it (Ray workers)."""
+    """Where rows go: the RowWriter, or a buffer that carries them to it (Ray workers). `prompt`: the prompt of
+    the request the rows belong to, given with an answer (the writer hands it to the benchmarks' labellers, which
+    then need not read it back from the DB)."""
 
-    def add(self, *rows: AttemptRow | ResponseRow) -> None: ...
+    def add(self, *rows: AttemptRow | ResponseRow, prompt: Prompt | None = None) -> None: ...
 
 
 class AttemptRecorder:
@@ -37,7 +39,7 @@ class AttemptRecorder:
     def success(self, item: WorkItem, attempt_no: int, started: datetime, latency_ms: float,
                 completion: Completion) -> None:
         self.sink.add(*answer_rows(new_id(), self.session_id, item, attempt_no, started, latency_ms,
-                                   Outcome.OK.value, completion, now_utc()))
+                                   Outcome.OK.value, completion, now_utc()), prompt=item.prompt)
 
 
 # The rows of one try, shared by synchronous sends (AttemptRecorder) and batch results (engine/batch/rows.py).

@@ -2,9 +2,9 @@
 
 The event loop only appends tuples under a lock (microseconds); a flush happens when `flush_rows`
 rows wait or `flush_ms` passed. Every insert is keyed, so writing a batch twice changes nothing.
-`after_commit(conn, responses)` derives rows from each batch's answers once it is committed (a benchmark's
-parser labels: live reads of a running sweep then see its labels grow, and the scoring after the run has
-only the statistics left to do).
+`after_commit(conn, responses, prompts)` derives rows from each batch's answers once it is committed (a
+benchmark's parser labels: live reads of a running sweep then see its labels grow, and the scoring after the run
+has only the statistics left to do); `prompts` maps the request ids of the answers added with their prompt to it.
 """
 
 from __future__ import annotations
@@ -17,13 +17,14 @@ from typing import Callable, NamedTuple
 from .duck import duckdb
 
 from ..errors import FairsweepError
-from ..records import AttemptRow, DriftRow, ResponseRow
+from ..records import AttemptRow, DriftRow, Prompt, ResponseRow
 from .bulk import TABLES, insert_rows
 from .journal import Journal
 from .memory import REFIT_ROWS, fit_memory_limit, retry_out_of_memory
 from .tx import transaction
 
-AfterCommit = Callable[["duckdb.DuckDBPyConnection", list[ResponseRow]], None]  # a cursor, the answers committed
+# a cursor, the answers committed, request_id -> prompt for those added with theirs
+AfterCommit = Callable[["duckdb.DuckDBPyConnection", list[ResponseRow], dict[str, Prompt]], None]
 ATTEMPT_COLUMNS = AttemptRow._fields
 RESPONSE_COLUMNS = ResponseRow._fields
 DRIFT_COLUMNS = DriftRow._fields
@@ -42,6 +43,7 @@ class RowWriter:
         self._flush_rows = flush_rows
         self._flush_s = flush_ms / 1000
         self._pending: dict[type, list[NamedTuple]] = {t: [] for t in TABLES}
+        self._prompts: dict[str, Prompt] = {}  # of the pending answers added with theirs, for after_commit
         self._count = 0
         self._cond = threading.Condition()
         self._closing = False
@@ -52,8 +54,9 @@ class RowWriter:
         self._thread = threading.Thread(target=self._loop, name="fairsweep-writer", daemon=True)
         self._thread.start()
 
-    def add(self, *rows: AttemptRow | ResponseRow | DriftRow) -> None:
-        """Queue rows (never blocks on I/O). Raises if an earlier flush failed."""
+    def add(self, *rows: AttemptRow | ResponseRow | DriftRow, prompt: Prompt | None = None) -> None:
+        """Queue rows (never blocks on I/O). Raises if an earlier flush failed. `prompt`: the prompt of the
+        request these rows belong to (all of one request), handed to after_commit with its answer."""
         if self._error:
             raise self._failure()
         with self._cond:
@@ -61,6 +64,8 @@ class RowWriter:
                 self._journal.append(*rows)  # a plain write: kept by the OS if this process dies now
             for row in rows:
                 self._pending[type(row)].append(row)
+            if prompt is not None and self._after_commit is not None:
+                self._prompts[rows[0].request_id] = prompt
             self._count += len(rows)
             self._submitted_seq += len(rows)
             if self._count >= self._flush_rows:
@@ -103,13 +108,13 @@ class RowWriter:
             with self._cond:
                 if not self._closing and self._count < self._flush_rows:
                     self._cond.wait(self._flush_s)
-                batch, seq = self._pending, self._submitted_seq
-                self._pending = {t: [] for t in TABLES}
+                batch, prompts, seq = self._pending, self._prompts, self._submitted_seq
+                self._pending, self._prompts = {t: [] for t in TABLES}, {}
                 self._count = 0
                 closing = self._closing
                 sealed = self._journal.seal() if self._journal is not None and any(batch.values()) else None
             try:
-                self._write(batch)
+                self._write(batch, prompts)
             except BaseException as exc:  # surfaced to the event loop on its next add/flush
                 with self._cond:
                     self._error = exc
@@ -125,14 +130,14 @@ class RowWriter:
                     self._journal.close()
                 return
 
-    def _write(self, batch: dict[type, list[NamedTuple]]) -> None:
+    def _write(self, batch: dict[type, list[NamedTuple]], prompts: dict[str, Prompt]) -> None:
         if not any(batch.values()):
             return
         if (resolve := getattr(self._conn, "resolve", None)) is not None:  # a new DB still opening (engine/
             self._conn = resolve()  # opening.py): its first rows wait for it here, in the journal meanwhile
         retry_out_of_memory(self._conn, lambda: self._commit(batch))
         if self._after_commit is not None and batch[ResponseRow]:
-            self._derive(batch[ResponseRow])
+            self._derive(batch[ResponseRow], prompts)
         self._rows_since_fit += sum(map(len, batch.values()))
         if self._rows_since_fit >= REFIT_ROWS:  # new keys: the limit grows with the indexes (storage/memory.py)
             self._rows_since_fit = 0
@@ -145,13 +150,13 @@ class RowWriter:
                 # otherwise loaded NumPy halfway (~15 MB more peak RSS, for ~4.6 us per row saved in that batch)
                 insert_rows(self._conn, table, row_type._fields, batch[row_type], columnar=False)
 
-    def _derive(self, responses: list) -> None:
+    def _derive(self, responses: list, prompts: dict[str, Prompt]) -> None:
         """Rows derived from the answers just committed (a benchmark's parser labels), in their own
         transaction. Derived rows can always be computed again (scoring does), so a failure here costs
         them, never an answer: it is reported once and the run goes on without them."""
         def derive() -> None:
             with transaction(self._conn):
-                self._after_commit(self._conn, responses)
+                self._after_commit(self._conn, responses, prompts)
 
         try:
             retry_out_of_memory(self._conn, derive)

@@ -9,7 +9,7 @@ from collections import deque
 from typing import Callable, Union
 
 from fairsweep.providers.base import ChatRequest, Completion, ProviderFailure
-from fairsweep.records import AttemptRow, ResponseRow
+from fairsweep.records import AttemptRow, Prompt, ResponseRow
 
 # What a call returns: an answer, a failure to raise, or a function of the request giving either.
 Reply = Union[Completion, ProviderFailure, Callable[[ChatRequest], Union[Completion, ProviderFailure]]]
@@ -55,9 +55,12 @@ class RowSink:
 
     def __init__(self) -> None:
         self.rows: list[AttemptRow | ResponseRow] = []
+        self.prompts: dict[str, Prompt] = {}  # request_id -> the prompt given with its answer
 
-    def add(self, *rows: AttemptRow | ResponseRow) -> None:
+    def add(self, *rows: AttemptRow | ResponseRow, prompt=None) -> None:
         self.rows.extend(rows)
+        if prompt is not None:
+            self.prompts[rows[0].request_id] = prompt
 
     def attempts(self) -> list[AttemptRow]:
         return [r for r in self.rows if isinstance(r, AttemptRow)]

@@ -184,7 +184,7 @@ def test_rows_derived_after_each_commit_are_written_and_a_failing_derivation_cos
     conn = open_db(db_path)
     conn.execute("CREATE TABLE derived (request_id VARCHAR, committed BOOLEAN)")
 
-    def derive(cursor, responses):  # sees the batch's answers already committed
+    def derive(cursor, responses, prompts):  # sees the batch's answers already committed
         for r in responses:
             seen = cursor.execute("SELECT count(*) > 0 FROM responses WHERE request_id = ?", [r.request_id])
             cursor.execute("INSERT INTO derived VALUES (?, ?)", [r.request_id, seen.fetchone()[0]])

@@ -4,22 +4,30 @@ parser version; live as a run commits answers (registry `label`), and at scoring
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import datetime, timezone
 
 import duckdb
 
+from ...records import Prompt, canonical_json
 from ...storage.tx import transaction
 from .parsers import PARSER_VERSION, parse
 from .prompts import META_KEY
 
 
-def label_committed(name: str, conn: duckdb.DuckDBPyConnection, responses: list) -> None:
-    """Label the committed answers of set `name` (inside the writer's transaction)."""
-    found = conn.execute("""
-        SELECT r.request_id, p.metadata
-        FROM requests r JOIN prompts p USING (benchmark, prompt_key, prompt_hash)
-        WHERE r.benchmark = $name AND r.request_id IN (SELECT unnest($ids))""",
-                         {"name": name, "ids": [r.request_id for r in responses]}).fetchall()
+def label_committed(name: str, conn: duckdb.DuckDBPyConnection, responses: list,
+                    prompts: Mapping[str, Prompt] | None = None) -> None:
+    """Label the committed answers of set `name` (inside the writer's transaction). An answer's prompt is the one
+    the run gave with it (`prompts`: request_id -> Prompt, its metadata as it is stored), else the stored one."""
+    prompts = prompts or {}
+    found = [(r.request_id, canonical_json(prompt.metadata)) for r in responses
+             if (prompt := prompts.get(r.request_id)) is not None and prompt.benchmark == name]
+    if unknown := [r.request_id for r in responses if r.request_id not in prompts]:
+        found += conn.execute("""
+            SELECT r.request_id, p.metadata
+            FROM requests r JOIN prompts p USING (benchmark, prompt_key, prompt_hash)
+            WHERE r.benchmark = $name AND r.request_id IN (SELECT unnest($ids))""",
+                              {"name": name, "ids": unknown}).fetchall()
     if found:
         text = {r.request_id: r.text for r in responses}
         upsert_labels(conn, name, [(rid, text[rid], metadata) for rid, metadata in found])

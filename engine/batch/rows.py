@@ -28,7 +28,7 @@ class BatchRows:
         received = now_utc()
         latency_ms = (received - submitted).total_seconds() * 1000  # the batch's turnaround
         self.sink.add(*answer_rows(attempt_id(batch, item.request_id), self.session_id, item, attempt_no, submitted,
-                                   latency_ms, Outcome.BATCH.value, completion, received))
+                                   latency_ms, Outcome.BATCH.value, completion, received), prompt=item.prompt)
 
     def failure(self, batch: str, item: WorkItem, attempt_no: int, submitted: datetime, failure: ProviderFailure,
                 kind: str = "") -> None:

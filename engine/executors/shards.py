@@ -53,8 +53,8 @@ class RowBuffer:
     def __init__(self) -> None:
         self.rows: list[AttemptRow | ResponseRow] = []
 
-    def add(self, *rows: AttemptRow | ResponseRow) -> None:
-        self.rows.extend(rows)
+    def add(self, *rows: AttemptRow | ResponseRow, prompt=None) -> None:
+        self.rows.extend(rows)  # not the prompt: the driver's labellers read it from the DB
 
     def __bool__(self) -> bool:
         return bool(self.rows)

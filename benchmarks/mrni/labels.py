@@ -32,8 +32,7 @@ def label_committed(conn: duckdb.DuckDBPyConnection, responses: list, prompts: M
                     ) -> None:
     """Label MRNI-BB answers as a run commits them (registry `label`; storage/writer.py calls it inside a
     transaction). An answer's prompt is the one the run gave with it (`prompts`: request_id -> Prompt), else the
-    stored one; of those, only prompts with a design row (planned by this version) are labelled here, and scoring
-    labels any other."""
+    stored one if it has a design row (planned by this version); scoring labels any other."""
     prompts = prompts or {}
     fields = [(r.request_id, *_fields(prompt)) for r in responses
               if (prompt := prompts.get(r.request_id)) is not None and prompt.benchmark == "mrni"]

@@ -14,6 +14,7 @@ import duckdb
 from ...records import Prompt
 from ...storage.design import json_text
 from ...storage.tx import transaction
+from ..given_prompts import split_by_prompt
 from .parse import PARSER_VERSION, parse_answer
 
 
@@ -33,10 +34,9 @@ def label_committed(conn: duckdb.DuckDBPyConnection, responses: list, prompts: M
     """Label MRNI-BB answers as a run commits them (registry `label`; storage/writer.py calls it inside a
     transaction). An answer's prompt is the one the run gave with it (`prompts`: request_id -> Prompt), else the
     stored one if it has a design row (planned by this version); scoring labels any other."""
-    prompts = prompts or {}
-    fields = [(r.request_id, *_fields(prompt)) for r in responses
-              if (prompt := prompts.get(r.request_id)) is not None and prompt.benchmark == "mrni"]
-    if unknown := [r.request_id for r in responses if r.request_id not in prompts]:
+    given, unknown = split_by_prompt(responses, prompts, "mrni")
+    fields = [(request_id, *_fields(prompt)) for request_id, prompt in given]
+    if unknown:
         fields += stored_fields(conn, unknown)
     if fields:
         text = {r.request_id: r.text for r in responses}

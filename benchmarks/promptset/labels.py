@@ -11,6 +11,7 @@ import duckdb
 
 from ...records import Prompt, canonical_json
 from ...storage.tx import transaction
+from ..given_prompts import split_by_prompt
 from .parsers import PARSER_VERSION, parse
 from .prompts import META_KEY
 
@@ -19,10 +20,9 @@ def label_committed(name: str, conn: duckdb.DuckDBPyConnection, responses: list,
                     prompts: Mapping[str, Prompt] | None = None) -> None:
     """Label the committed answers of set `name` (inside the writer's transaction). An answer's prompt is the one
     the run gave with it (`prompts`: request_id -> Prompt, its metadata as it is stored), else the stored one."""
-    prompts = prompts or {}
-    found = [(r.request_id, canonical_json(prompt.metadata)) for r in responses
-             if (prompt := prompts.get(r.request_id)) is not None and prompt.benchmark == name]
-    if unknown := [r.request_id for r in responses if r.request_id not in prompts]:
+    given, unknown = split_by_prompt(responses, prompts, name)
+    found = [(request_id, canonical_json(prompt.metadata)) for request_id, prompt in given]
+    if unknown:
         found += conn.execute("""
             SELECT r.request_id, p.metadata
             FROM requests r JOIN prompts p USING (benchmark, prompt_key, prompt_hash)

@@ -19,6 +19,7 @@ COLUMNAR_FROM = 2048  # rows: from here on, columns go in as NumPy arrays (impor
 # the answers made a run's memory grow with them (migration 0020). Inserting skips what is already stored.
 UNINDEXED_KEYS = {"attempts": "attempt_id", "responses": "request_id"}
 _names = itertools.count()
+_left_registered: list[tuple[duckdb.DuckDBPyConnection, str]] = []  # (connection, view): see _unregister_left
 
 
 def insert_rows(conn: duckdb.DuckDBPyConnection, table: str, columns: tuple[str, ...], rows: list[tuple], *,
@@ -46,12 +47,31 @@ def insert_rows(conn: duckdb.DuckDBPyConnection, table: str, columns: tuple[str,
     view = f"_fairsweep_rows_{next(_names)}"
     if hasattr(conn, "complete"):  # DuckDB >= 2: a result read with fetchone() must end before a register
         conn.complete()
+    _unregister_left(conn)
     conn.register(view, {f"c{i}": np.fromiter(col, dtype=object, count=len(rows))
                          for i, col in enumerate(zip(*rows))})
     try:
         conn.execute(f"{insert} INTO {table} ({names}) SELECT * FROM {view}")
-    finally:
-        conn.unregister(view)
+    except BaseException:
+        try:
+            conn.unregister(view)
+        except duckdb.TransactionException:  # the failure aborted the transaction: once it is rolled back
+            _left_registered.append((conn, view))
+        raise  # this error, not the unregister's: an Out of Memory error is what retry_out_of_memory does again
+    conn.unregister(view)
+
+
+def _unregister_left(conn: duckdb.DuckDBPyConnection) -> None:
+    """Unregister the views a failed insert left on `conn`: DuckDB refuses to inside the aborted transaction,
+    and a view holds its rows' arrays until it is unregistered (the insert done again comes here first)."""
+    for entry in [entry for entry in _left_registered if entry[0] is conn]:
+        try:
+            conn.unregister(entry[1])
+        except duckdb.TransactionException:
+            continue  # still inside the aborted transaction
+        except duckdb.Error:
+            pass  # the connection is closed: nothing is held any more
+        _left_registered.remove(entry)
 
 
 def _not_stored(conn: duckdb.DuckDBPyConnection, table: str, at: int, rows: list[tuple]) -> list[tuple]:

@@ -330,3 +330,31 @@ def test_the_prompts_are_freed_before_the_scoring_and_the_findings(server, db_pa
     assert alive == {"score_benchmarks": 0, "show_findings": 0}
     (labelled,), = rows(db_path, "SELECT count(*) FROM mrni_labels")
     assert labelled == 40  # scored and found from the stored rows alone
+
+
+def test_rows_that_go_in_as_columns_and_run_out_of_memory_are_written_again(db_path, monkeypatch):
+    """At COLUMNAR_FROM rows and more, rows go in through a registered view. Running out of memory there aborts
+    the transaction; the view's unregister then failed too and its TransactionException replaced the Out of
+    Memory error, so the write was not done again (a traceback through the planner's task: the million-request
+    plan's first step at a 40 MB margin). Now it is, and each row is stored once."""
+    from fairsweep.storage import bulk
+    from fairsweep.storage.bulk import COLUMNAR_FROM, insert_rows
+    from fairsweep.storage.tx import transaction
+
+    monkeypatch.setattr(memory, "WORKING_BYTES", 4 * 2**20)
+    monkeypatch.setattr(memory, "_grown", 0)
+    conn = open_db(db_path)
+    memory.fit_memory_limit(conn)
+    filler = '"' + "x" * 1000 + '"'
+    prompts = [("toy", f"p{i}", "h", "[]", filler) for i in range(2 * COLUMNAR_FROM)]  # ~4 MB of metadata
+
+    def write() -> None:
+        with transaction(conn):
+            insert_rows(conn, "prompts", ("benchmark", "prompt_key", "prompt_hash", "messages", "metadata"), prompts)
+
+    memory.retry_out_of_memory(conn, write)
+    assert memory.working_bytes() > 4 * 2**20  # it did run out, and was done again with a larger margin
+    assert conn.execute("SELECT count(*), count(DISTINCT prompt_key) FROM prompts").fetchone() == (len(prompts),) * 2
+    assert bulk._left_registered == []  # the failed attempt's view (and its arrays) unregistered after its rollback
+    assert conn.execute("SELECT count(*) FROM duckdb_views() WHERE view_name LIKE '_fairsweep_rows_%'").fetchone() == (0,)
+    conn.close()

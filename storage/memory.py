@@ -16,6 +16,7 @@ a read another command makes through the run (storage/live.py), which runs insid
 from __future__ import annotations
 
 import sys
+import time
 from typing import Callable, TypeVar
 
 from .duck import duckdb
@@ -30,7 +31,9 @@ T = TypeVar("T")
 WORKING_BYTES = 48 * 2**20
 GROWTHS = 3  # an Out of Memory error doubles the margin at most this often (8x), then it is raised
 _grown = 0  # bytes the margin gained from Out of Memory errors in this process
+_fitted = WORKING_BYTES  # the limit last fitted in this process: where a refit that cannot read starts from
 KEY_BYTES = 96  # ART bytes per key, with room: measured ~70 for 32-character ids
+RAISE_TRIES, RAISE_WAIT_S = 200, 0.01  # a raise of the limit at the limit: tried for up to ~2 s
 REFIT_ROWS = 16_384  # rows written between two fits: ~1.5 MB of new keys per keyed table, well inside the margin
 
 _KEYED_ROWS = """SELECT coalesce(sum(estimated_size * index_count), 0) FROM duckdb_tables() WHERE index_count > 0"""
@@ -55,9 +58,47 @@ def working_bytes() -> int:
 def fit_memory_limit(conn: duckdb.DuckDBPyConnection, *, new: bool = False) -> int:
     """Set DuckDB's memory limit (for every connection of this DB's instance) to what it needs now; returns
     the limit in bytes."""
+    global _fitted
     limit = memory_limit_bytes(conn, new=new)
-    conn.execute(f"SET memory_limit = '{limit // 2**20 + 1}MiB'")
+    _set_limit(conn, limit)
+    _fitted = limit
     return limit
+
+
+def _set_limit(conn: duckdb.DuckDBPyConnection, limit: int) -> None:
+    conn.execute(f"SET memory_limit = '{limit // 2**20 + 1}MiB'")
+
+
+def _raise_limit(conn: duckdb.DuckDBPyConnection, limit: int) -> None:
+    """Set a higher limit even while DuckDB is at its limit: a SET needs a few KB too, so it is tried again
+    while another thread's statement (a plan step, a live read) ends or rolls back and frees what it held."""
+    for _ in range(RAISE_TRIES - 1):
+        try:
+            return _set_limit(conn, limit)
+        except duckdb.OutOfMemoryException:
+            time.sleep(RAISE_WAIT_S)
+    _set_limit(conn, limit)
+
+
+def raise_limit_from_another_cursor(conn: duckdb.DuckDBPyConnection) -> None:
+    """Raise the limit by a working margin above the last fit, through a new cursor: `conn` may be inside a
+    transaction an error aborted, where DuckDB refuses every statement (storage/tx.rollback)."""
+    cursor = conn.cursor()
+    try:
+        _raise_limit(cursor, _fitted + working_bytes())
+    finally:
+        cursor.close()
+
+
+def _refit_after_out_of_memory(conn: duckdb.DuckDBPyConnection, grown_by: int) -> None:
+    """Fit the limit to the grown margin. Fitting reads the catalog, and that read can itself run out: after a
+    failed write DuckDB may hold more than its limit for a moment. Then the limit is first raised by the growth
+    without reading anything (`_raise_limit`), and fitted after."""
+    try:
+        fit_memory_limit(conn)
+    except duckdb.OutOfMemoryException:
+        _raise_limit(conn, _fitted + grown_by)
+        fit_memory_limit(conn)
 
 
 def retry_out_of_memory(conn: duckdb.DuckDBPyConnection, work: Callable[[], T], what: str = "a write") -> T:
@@ -76,7 +117,8 @@ def retry_out_of_memory(conn: duckdb.DuckDBPyConnection, work: Callable[[], T], 
                 raise DatabaseError(f"DuckDB ran out of memory in {what} with a working margin of "
                                     f"{working_bytes() // 2**20} MB: set FAIRSWEEP_DUCKDB_WORKING_MB higher") from exc
             growths += 1
-            _grown += working_bytes()
-            fit_memory_limit(conn)
+            grown_by = working_bytes()
+            _grown += grown_by
+            _refit_after_out_of_memory(conn, grown_by)
             print(f"fairsweep: note: DuckDB ran out of memory in {what}, done again with a working margin of "
                   f"{working_bytes() // 2**20} MB (FAIRSWEEP_DUCKDB_WORKING_MB)", file=sys.stderr)

@@ -14,6 +14,20 @@ def transaction(conn: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConn
     try:
         yield conn
     except BaseException:
-        conn.execute("ROLLBACK")
+        rollback(conn)
         raise
     conn.execute("COMMIT")
+
+
+def rollback(conn: duckdb.DuckDBPyConnection) -> None:
+    """ROLLBACK. A write that ran out of memory can leave DuckDB at its limit, and the ROLLBACK itself needs a
+    little: it failed too, the transaction stayed aborted, and every later statement on the connection was
+    refused. Then the limit (the instance's, so settable from a new cursor, which no transaction holds) is raised
+    by a working margin and the ROLLBACK done again; the caller's next fit (storage/memory.py) sets it back."""
+    try:
+        conn.execute("ROLLBACK")
+    except duckdb.OutOfMemoryException:
+        from .memory import raise_limit_from_another_cursor
+
+        raise_limit_from_another_cursor(conn)
+        conn.execute("ROLLBACK")

@@ -179,10 +179,9 @@ def test_a_write_that_still_runs_out_after_the_last_doubling_raises(db_path, mon
     conn.close()
 
 
-def test_a_refit_that_runs_out_itself_raises_the_limit_first_and_the_write_is_done_again(db_path, monkeypatch):
-    """After a failed write DuckDB can hold more than its limit for a moment, and the refit's read of the catalog
-    then ran out too: that error escaped the retry (2 of 30 runs of this file, in the two-model run at a 1 MB
-    margin). Now the limit is first raised by the growth without reading, then fitted."""
+def read_short_at_first(db_path, monkeypatch):
+    """A DB fitted to a 1 MB margin whose next read of the catalog for a fit (memory_limit_bytes) runs out of
+    memory, as after a failed write at DuckDB's limit; the reads after it are real. Returns (conn, reads, fitted)."""
     monkeypatch.setattr(memory, "WORKING_BYTES", 2**20)
     monkeypatch.setattr(memory, "_grown", 0)
     conn = open_db(db_path)
@@ -196,6 +195,15 @@ def test_a_refit_that_runs_out_itself_raises_the_limit_first_and_the_write_is_do
             raise duckdb.OutOfMemoryException("Out of Memory Error: failed to allocate data of size 4.0 KiB")
         return fitted(conn, new=new)
 
+    monkeypatch.setattr(memory, "memory_limit_bytes", short_at_first)
+    return conn, reads, fitted
+
+
+def test_a_refit_that_runs_out_itself_raises_the_limit_first_and_the_write_is_done_again(db_path, monkeypatch):
+    """After a failed write DuckDB can hold more than its limit for a moment, and the refit's read of the catalog
+    then ran out too: that error escaped the retry (2 of 30 runs of this file, in the two-model run at a 1 MB
+    margin). Now the limit is first raised by the growth without reading, then fitted."""
+    conn, reads, fitted = read_short_at_first(db_path, monkeypatch)
     writes = []
 
     def write():
@@ -204,7 +212,6 @@ def test_a_refit_that_runs_out_itself_raises_the_limit_first_and_the_write_is_do
             raise duckdb.OutOfMemoryException("Out of Memory Error: could not allocate block")
         return "stored"
 
-    monkeypatch.setattr(memory, "memory_limit_bytes", short_at_first)
     assert memory.retry_out_of_memory(conn, write) == "stored"
     assert writes == [2**20, 2 * 2**20] and len(reads) == 2  # the refit read again once the limit was raised
     assert memory._fitted == fitted(conn) >= 2 * 2**20
@@ -274,20 +281,7 @@ class SetsShortAtFirst(FirstRollbackShort):
 def test_a_refit_at_the_limit_raises_it_once_a_set_gets_through(db_path, monkeypatch):
     """Both the refit's read and the SETs that raise the limit run out at first (in the two-model run at a 1 MB
     margin the SET failed as well, 1 run in 40): the raise is tried again until one gets through, then fitted."""
-    monkeypatch.setattr(memory, "WORKING_BYTES", 2**20)
-    monkeypatch.setattr(memory, "_grown", 0)
-    conn = open_db(db_path)
-    memory.fit_memory_limit(conn)
-    fitted = memory.memory_limit_bytes
-    reads = []
-
-    def short_at_first(conn, *, new=False):
-        reads.append(new)
-        if len(reads) == 1:
-            raise duckdb.OutOfMemoryException("Out of Memory Error: failed to allocate data of size 4.0 KiB")
-        return fitted(conn, new=new)
-
-    monkeypatch.setattr(memory, "memory_limit_bytes", short_at_first)
+    conn, _, fitted = read_short_at_first(db_path, monkeypatch)
     proxy = SetsShortAtFirst(conn, short=3)
     memory._refit_after_out_of_memory(proxy, 2**20)
     assert proxy.sets == 5  # three short, the raise, then the fit's own

@@ -27,7 +27,8 @@ def rollback(conn: duckdb.DuckDBPyConnection) -> None:
     try:
         conn.execute("ROLLBACK")
     except duckdb.OutOfMemoryException:
-        from .memory import raise_limit_from_another_cursor
+        from .memory import raise_limit_from_another_cursor  # here: memory imports the config (pydantic), which
+        # opening a DB (storage/db.py -> tx) does not otherwise need
 
         raise_limit_from_another_cursor(conn)
         conn.execute("ROLLBACK")

@@ -139,14 +139,9 @@ def _parse_judgements(conn: duckdb.DuckDBPyConnection, run: str) -> tuple[int, i
 def _add(conn: duckdb.DuckDBPyConnection, table: str, version_column: str, version: str, run: str,
          columns: tuple[str, ...], rows: list) -> None:
     """Drop the run's rows of another version, add the new rows, in one transaction."""
-    conn.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(conn):
         conn.execute(f"DELETE FROM {table} WHERE run = ? AND {version_column} <> ?", [run, version])
         insert_rows(conn, table, columns, rows)
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
 
 
 def _store_tests(conn: duckdb.DuckDBPyConnection, run: str) -> dict[tuple, dict]:

@@ -30,6 +30,7 @@ from datetime import datetime, timezone
 import duckdb
 import numpy as np
 
+from ...storage.tx import transaction
 from .chunks import model_chunks
 
 N_BOOT = 1000
@@ -235,18 +236,13 @@ def compute_statistics(conn: duckdb.DuckDBPyConnection, run: str, *, n_boot: int
         coverage.update(_coverage(conn, run, chunk))
     now = datetime.now(timezone.utc)
     done = sorted(inputs) if models is None else [m for m in models if m in inputs]
-    conn.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(conn):
         for table in ("mrni_intervals", "mrni_binomial"):
             conn.execute(f"DELETE FROM {table} WHERE run = $run {_models_clause(models)}", _params(run, models))
         _insert(conn, "mrni_intervals", INTERVAL_COLUMNS, [(*r, *coverage[_key(r)], now) for r in intervals])
         _insert(conn, "mrni_binomial", BINOMIAL_COLUMNS, [(*r, *coverage[_key(r)], now) for r in binomial])
         _insert(conn, "scoring_state", ("benchmark", "run", "model", "inputs", "computed_at"),
                 [(BENCHMARK, run, m, inputs[m], now) for m in done], replace=True)
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
     return {"intervals": len(intervals), "binomial tests": len(binomial)}
 
 

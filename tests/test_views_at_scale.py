@@ -113,6 +113,10 @@ FROM old_results r
 JOIN coded c USING (request_id)
 LEFT JOIN mrni_labels l USING (request_id);
 
+-- mrni_planned: the same rows without status and response (an answer is counted by its label)
+CREATE OR REPLACE VIEW old_mrni_planned AS
+SELECT * EXCLUDE (status, response) FROM old_mrni_scored;
+
 CREATE OR REPLACE VIEW old_mrni_likert_scored AS
 WITH base AS (
     SELECT o.run, o.model, o.prompt_key, o.sample, o.status, o.request_id,
@@ -130,7 +134,7 @@ WITH base AS (
 )
 SELECT *, rating > (points + 1) / 2.0 AS endorsed FROM base;
 """
-VIEWS = ("request_outcomes", "results", "run_status", "mrni_scored", "mrni_likert_scored")
+VIEWS = ("request_outcomes", "results", "run_status", "mrni_scored", "mrni_planned", "mrni_likert_scored")
 TEXTS = {"disambiguated_ga": "Person X.", "disambiguated_gs": "The woman.", "ambiguous_ga": "Insufficient information.",
          "ambiguous_gs": "The man.", "control_gs": "I cannot answer that."}
 LIKERT = [Prompt("mrni-likert", f"en:{i}", ({"role": "user", "content": f"Statement {i}. Rate 1-7."},),

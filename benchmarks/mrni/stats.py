@@ -123,7 +123,7 @@ def load_groups(conn: duckdb.DuckDBPyConnection, run: str, models: list[str] | N
         SELECT model, language, pair, condition, count(*), count(*) FILTER (WHERE correct),
                count(*) FILTER (WHERE label = 'M'), count(*) FILTER (WHERE label = 'W'),
                count(*) FILTER (WHERE label = 'U')
-        FROM mrni_scored WHERE run = $run AND label IS NOT NULL {_models_clause(models)}
+        FROM mrni_planned WHERE run = $run AND label IS NOT NULL {_models_clause(models)}
         GROUP BY ALL ORDER BY model, language, pair, condition""", _params(run, models)).fetchall()
     by_group: dict[tuple[str, str], list[tuple]] = {}
     for row in rows:
@@ -253,11 +253,11 @@ def _key(row: tuple) -> tuple[str, str, str]:
 def _coverage(conn: duckdb.DuckDBPyConnection, run: str,
               models: list[str] | None = None) -> dict[tuple[str, str, str], tuple]:
     """(model, language, condition) -> (expected, answered, coverage), counted as the SQL views count them
-    (mrni_condition_metrics, mrni_gender_marker_effect) but from mrni_scored directly: the metric views'
+    (mrni_condition_metrics, mrni_gender_marker_effect) but from mrni_planned directly: the metric views'
     grouping sets would cost ~60 MB of peak memory for two numbers per cell."""
     rows = conn.execute(f"""
         SELECT model, language, condition, count(*), count(label)
-        FROM mrni_scored WHERE run = $run {_models_clause(models)}
+        FROM mrni_planned WHERE run = $run {_models_clause(models)}
         GROUP BY ALL""", _params(run, models)).fetchall()
     counts: dict[tuple[str, str, str], list[int]] = {}
     for model, language, condition, expected, answered in rows:

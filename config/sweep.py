@@ -306,8 +306,9 @@ ENV_KNOBS = {
     "FAIRSWEEP_MRNI_BOOT": ("the number of MRNI-BB bootstrap resamples", 1, 1_000_000),
     "FAIRSWEEP_PROGRESS_S": ("seconds between progress lines when stderr is not a terminal", 1, 86_400),
     "FAIRSWEEP_PLAN_ROWS": ("requests per planned step, one transaction each (default: 32, doubling up to 1024)", 1, 1_000_000),
-    "FAIRSWEEP_DUCKDB_WORKING_MB": ("MB DuckDB may use beyond its indexes while a run writes (default: 48; a write "
-                                    "that runs out doubles it, up to 8x; a larger query spills to disk)", 32, 1_000_000),
+    "FAIRSWEEP_DUCKDB_WORKING_MB": ("MB DuckDB may use beyond its indexes while a run writes (default: 48 while "
+                                    "its plan is written, then 32; a write that runs out doubles it, up to 8x; a "
+                                    "larger query spills to disk)", 32, 1_000_000),
 }
 
 

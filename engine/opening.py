@@ -77,7 +77,8 @@ def serve_run(conn, config: SweepConfig, command: str, state: Callable[[], Any],
     one). Returns the live server and the session id; closes `conn` if any of it fails."""
     live = None
     try:
-        fit_memory_limit(conn, new=new)  # DuckDB caches what its indexes need plus a margin, not 80% of the machine
+        # DuckDB caches what its indexes need plus a margin, not 80% of the machine; the plan is written first
+        fit_memory_limit(conn, new=new, planning=True)
         live = LiveServer(conn, config.db, state=state).start()  # other commands read the DB through this process
         return live, register_run(conn, config, command, session_id=session_id)
     except BaseException:

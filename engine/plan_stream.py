@@ -26,6 +26,7 @@ from ..config import ModelSpec, SweepConfig, env_int
 from ..records import Prompt, WorkItem
 from ..storage.cache import serve_from_cache
 from ..storage.checkpoint import answered_count, plan_chunk, remaining
+from ..storage.memory import fit_memory_limit
 from .run_outcome import ModelOutcome
 from .work import plan_items
 
@@ -93,6 +94,8 @@ class Planner:
     def _next_step(self, hold: bool) -> bool:
         step = next(self._steps, None)
         if step is None:
+            if not self.done and not hold:  # (held steps are one per model: the end of a plan is never held)
+                fit_memory_limit(self._cursor, planning=False)  # the plan is written: the smaller margin
             self.done = True
             return False
         name, upto, items, prompts = step

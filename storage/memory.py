@@ -25,10 +25,17 @@ from ..config import env_int
 from ..errors import DatabaseError
 
 T = TypeVar("T")
-# cache, unsaved blocks and query intermediates beyond the indexes (FAIRSWEEP_DUCKDB_WORKING_MB). At 20 models,
-# 64 MB peaked at 186-188 MB, 48 at 182-183, 40 at 178-180 for ~4% more CPU; 32 ran out at times while planning
-# (issue 25, tenth round). 96 cached ~10 MB more, for no CPU saved (eighth round)
+# cache, unsaved blocks and query intermediates beyond the indexes (FAIRSWEEP_DUCKDB_WORKING_MB), while a run's
+# plan is written (and outside a run). At 20 models, 64 MB peaked at 186-188 MB, 48 at 182-183, 40 at 178-180 for
+# ~4% more CPU; 32 ran out at times while planning (issue 25, tenth round), and the million-request plan's steps
+# ran out of 40 (fifteenth round). 96 cached ~10 MB more, for no CPU saved (eighth round)
 WORKING_BYTES = 48 * 2**20
+# ... and once the plan is written. The largest statements left are the writer's batches and the checkpoints,
+# which evict cached blocks to stay under the limit: a checkpoint rewrites the whole row group it appends to, and
+# at ~70,000 answers per table one filled the 48 MB margin with cache (the 20-model run's peak). The 20-model
+# run's writes and checkpoints ran clean at 24 MB too (fifteenth round).
+PLANNED_WORKING_BYTES = 32 * 2**20
+_planning = True  # a run's plan is being written (serve_run says so as the DB opens; the planner, when it ends)
 GROWTHS = 3  # an Out of Memory error doubles the margin at most this often (8x), then it is raised
 _grown = 0  # bytes the margin gained from Out of Memory errors in this process
 _fitted = WORKING_BYTES  # the limit last fitted in this process: where a refit that cannot read starts from
@@ -50,15 +57,19 @@ def memory_limit_bytes(conn: duckdb.DuckDBPyConnection, *, new: bool = False) ->
 
 
 def working_bytes() -> int:
-    """The working margin: the knob's, else WORKING_BYTES, plus what Out of Memory errors added."""
+    """The working margin: the knob's, else WORKING_BYTES (PLANNED_WORKING_BYTES once a run's plan is
+    written), plus what Out of Memory errors added."""
     working = env_int("FAIRSWEEP_DUCKDB_WORKING_MB")
-    return (working * 2**20 if working else WORKING_BYTES) + _grown
+    default = WORKING_BYTES if _planning else PLANNED_WORKING_BYTES
+    return (working * 2**20 if working else default) + _grown
 
 
-def fit_memory_limit(conn: duckdb.DuckDBPyConnection, *, new: bool = False) -> int:
+def fit_memory_limit(conn: duckdb.DuckDBPyConnection, *, new: bool = False, planning: bool | None = None) -> int:
     """Set DuckDB's memory limit (for every connection of this DB's instance) to what it needs now; returns
-    the limit in bytes."""
-    global _fitted
+    the limit in bytes. `planning`: whether a run's plan is being written from now on (None: as it was)."""
+    global _fitted, _planning
+    if planning is not None:
+        _planning = planning
     limit = memory_limit_bytes(conn, new=new)
     _set_limit(conn, limit)
     _fitted = limit

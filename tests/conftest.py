@@ -31,6 +31,16 @@ def mrni_dir() -> Path:
     return path
 
 
+@pytest.fixture(autouse=True)
+def memory_as_a_new_process(monkeypatch):
+    """Each test starts with DuckDB's working margin as a new process has it: a run earlier in this process
+    ended its plan, which leaves the smaller margin of a written plan (storage/memory.py), and a write may have
+    run out and grown it."""
+    from fairsweep.storage import memory
+    monkeypatch.setattr(memory, "_planning", True)
+    monkeypatch.setattr(memory, "_grown", 0)
+
+
 @pytest.fixture
 def db_path(tmp_path: Path) -> str:
     return str(tmp_path / "results.duckdb")

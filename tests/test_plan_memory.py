@@ -122,6 +122,7 @@ def test_a_run_whose_writes_run_out_of_memory_doubles_the_margin_and_stores_each
     """A margin far too small: the plan's and the answers' writes run out, are rolled back, and done again with
     the margin doubled; without that (GROWTHS = 0) the run fails."""
     monkeypatch.setattr(memory, "WORKING_BYTES", 2**20)
+    monkeypatch.setattr(memory, "PLANNED_WORKING_BYTES", 2**20)
     config = lambda name: sweep(str(tmp_path / f"{name}.duckdb"), [sim_model(server, "a"), sim_model(server, "b")])
     monkeypatch.setattr(memory, "_grown", 0)
     monkeypatch.setattr(memory, "GROWTHS", 0)
@@ -417,6 +418,41 @@ def test_the_working_margin_is_a_knob_and_a_bad_value_is_refused_in_one_line(db_
     with pytest.raises(ConfigError, match=r"FAIRSWEEP_DUCKDB_WORKING_MB='8': expected a whole number from 32"):
         memory.fit_memory_limit(conn)
     conn.close()
+
+
+def test_the_margin_is_smaller_once_the_plan_is_written_and_the_knob_sets_both(db_path, monkeypatch):
+    conn = open_db(db_path)
+    fit = lambda **phase: memory.fit_memory_limit(conn, **phase) // 2**20
+    assert fit(planning=True) == memory.WORKING_BYTES // 2**20  # the migrations' keys: well under 1 MB
+    assert fit() == memory.WORKING_BYTES // 2**20  # a refit (the writer's) keeps the phase
+    assert fit(planning=False) == fit() == memory.PLANNED_WORKING_BYTES // 2**20 < memory.WORKING_BYTES // 2**20
+    monkeypatch.setenv("FAIRSWEEP_DUCKDB_WORKING_MB", "200")
+    assert fit(planning=True) == fit(planning=False) == 200
+    conn.close()
+
+
+@pytest.mark.parametrize("db_state, n", [("new", 120), ("planned", 120)])
+def test_a_run_plans_under_the_larger_margin_and_sends_the_rest_under_the_smaller(server, db_path, monkeypatch,
+                                                                                     db_state, n):
+    """A new DB (its first steps held while it opens) and a DB holding the whole plan already (every step
+    empty): the open fits the planning margin, even after an earlier run in the process ended its plan, and the
+    end of the plan fits the smaller one."""
+    config = sweep(db_path, [sim_model(server, "a"), sim_model(server, "b")])
+    if db_state == "planned":
+        assert run_sweep(config, make_prompts(n), command="test", progress=False).complete
+    fits, real_fit = [], memory.fit_memory_limit
+
+    def recorded_fit(conn, **kwargs):
+        limit = real_fit(conn, **kwargs)
+        fits.append((kwargs.get("planning"), memory.working_bytes()))
+        return limit
+
+    for module in ("fairsweep.engine.opening", "fairsweep.engine.plan_stream"):
+        monkeypatch.setattr(f"{module}.fit_memory_limit", recorded_fit)
+    monkeypatch.setattr(memory, "_planning", False)  # as an earlier run in this process left it
+    assert run_sweep(config, make_prompts(n), command="test", progress=False).complete
+    assert fits == [(True, memory.WORKING_BYTES), (False, memory.PLANNED_WORKING_BYTES)]
+    assert memory.working_bytes() == memory.PLANNED_WORKING_BYTES  # for the rest: answers, scoring
 
 
 def test_the_prompts_are_freed_before_the_scoring_and_the_findings(server, db_path, mrni_dir, monkeypatch):

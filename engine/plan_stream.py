@@ -26,7 +26,7 @@ from ..config import ModelSpec, SweepConfig, env_int
 from ..records import Prompt, WorkItem
 from ..storage.cache import serve_from_cache
 from ..storage.checkpoint import answered_count, plan_chunk, remaining
-from ..storage.memory import fit_memory_limit
+from ..storage.memory import plan_written
 from .run_outcome import ModelOutcome
 from .work import plan_items
 
@@ -95,7 +95,7 @@ class Planner:
         step = next(self._steps, None)
         if step is None:
             if not self.done and not hold:  # (held steps are one per model: the end of a plan is never held)
-                fit_memory_limit(self._cursor, planning=False)  # the plan is written: the smaller margin
+                plan_written(self._cursor)  # the smaller margin from now on
             self.done = True
             return False
         name, upto, items, prompts = step

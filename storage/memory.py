@@ -76,6 +76,18 @@ def fit_memory_limit(conn: duckdb.DuckDBPyConnection, *, new: bool = False, plan
     return limit
 
 
+def plan_written(conn: duckdb.DuckDBPyConnection) -> int:
+    """A run's plan is all in the DB: the smaller margin from now on (the limit in bytes). The indexes are taken
+    as last fitted, not read again: the catalog read would cost a one-model run ~1 MB of peak RSS, and the writer
+    refits as answers add keys."""
+    global _fitted, _planning
+    indexes = _fitted - working_bytes()
+    _planning = False
+    _fitted = indexes + working_bytes()
+    _set_limit(conn, _fitted)
+    return _fitted
+
+
 def _set_limit(conn: duckdb.DuckDBPyConnection, limit: int) -> None:
     conn.execute(f"SET memory_limit = '{limit // 2**20 + 1}MiB'")
 

@@ -426,6 +426,10 @@ def test_the_margin_is_smaller_once_the_plan_is_written_and_the_knob_sets_both(d
     assert fit(planning=True) == memory.WORKING_BYTES // 2**20  # the migrations' keys: well under 1 MB
     assert fit() == memory.WORKING_BYTES // 2**20  # a refit (the writer's) keeps the phase
     assert fit(planning=False) == fit() == memory.PLANNED_WORKING_BYTES // 2**20 < memory.WORKING_BYTES // 2**20
+    fit(planning=True)
+    written = memory.plan_written(conn) // 2**20  # the indexes as last fitted: nothing read
+    assert written == memory.PLANNED_WORKING_BYTES // 2**20 == fit()
+    assert conn.execute("SELECT current_setting('memory_limit')").fetchone()[0] == f"{written + 1}.0 MiB"
     monkeypatch.setenv("FAIRSWEEP_DUCKDB_WORKING_MB", "200")
     assert fit(planning=True) == fit(planning=False) == 200
     conn.close()
@@ -440,18 +444,24 @@ def test_a_run_plans_under_the_larger_margin_and_sends_the_rest_under_the_smalle
     config = sweep(db_path, [sim_model(server, "a"), sim_model(server, "b")])
     if db_state == "planned":
         assert run_sweep(config, make_prompts(n), command="test", progress=False).complete
-    fits, real_fit = [], memory.fit_memory_limit
+    fits = []
 
-    def recorded_fit(conn, **kwargs):
-        limit = real_fit(conn, **kwargs)
-        fits.append((kwargs.get("planning"), memory.working_bytes()))
-        return limit
+    def recorded(module: str, name: str) -> None:
+        real = getattr(memory, name)
 
-    for module in ("fairsweep.engine.opening", "fairsweep.engine.plan_stream"):
-        monkeypatch.setattr(f"{module}.fit_memory_limit", recorded_fit)
+        def fit(conn, **kwargs):
+            limit = real(conn, **kwargs)
+            fits.append((name, memory.working_bytes(), limit // 2**20))
+            return limit
+        monkeypatch.setattr(f"fairsweep.engine.{module}.{name}", fit)
+
+    recorded("opening", "fit_memory_limit")
+    recorded("plan_stream", "plan_written")
     monkeypatch.setattr(memory, "_planning", False)  # as an earlier run in this process left it
     assert run_sweep(config, make_prompts(n), command="test", progress=False).complete
-    assert fits == [(True, memory.WORKING_BYTES), (False, memory.PLANNED_WORKING_BYTES)]
+    mb = 2**20
+    assert fits == [("fit_memory_limit", memory.WORKING_BYTES, memory.WORKING_BYTES // mb),
+                    ("plan_written", memory.PLANNED_WORKING_BYTES, memory.PLANNED_WORKING_BYTES // mb)]
     assert memory.working_bytes() == memory.PLANNED_WORKING_BYTES  # for the rest: answers, scoring
 
 

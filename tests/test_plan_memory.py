@@ -435,15 +435,15 @@ def test_the_margin_is_smaller_once_the_plan_is_written_and_the_knob_sets_both(d
     conn.close()
 
 
-@pytest.mark.parametrize("db_state, n", [("new", 120), ("planned", 120)])
+@pytest.mark.parametrize("db_state", ["new", "planned"])
 def test_a_run_plans_under_the_larger_margin_and_sends_the_rest_under_the_smaller(server, db_path, monkeypatch,
-                                                                                     db_state, n):
+                                                                                     db_state):
     """A new DB (its first steps held while it opens) and a DB holding the whole plan already (every step
     empty): the open fits the planning margin, even after an earlier run in the process ended its plan, and the
     end of the plan fits the smaller one."""
     config = sweep(db_path, [sim_model(server, "a"), sim_model(server, "b")])
     if db_state == "planned":
-        assert run_sweep(config, make_prompts(n), command="test", progress=False).complete
+        assert run_sweep(config, make_prompts(120), command="test", progress=False).complete
     fits = []
 
     def recorded(module: str, name: str) -> None:
@@ -458,7 +458,7 @@ def test_a_run_plans_under_the_larger_margin_and_sends_the_rest_under_the_smalle
     recorded("opening", "fit_memory_limit")
     recorded("plan_stream", "plan_written")
     monkeypatch.setattr(memory, "_planning", False)  # as an earlier run in this process left it
-    assert run_sweep(config, make_prompts(n), command="test", progress=False).complete
+    assert run_sweep(config, make_prompts(120), command="test", progress=False).complete
     mb = 2**20
     assert fits == [("fit_memory_limit", memory.WORKING_BYTES, memory.WORKING_BYTES // mb),
                     ("plan_written", memory.PLANNED_WORKING_BYTES, memory.PLANNED_WORKING_BYTES // mb)]

@@ -8,10 +8,11 @@ once its indexes outgrow it. So the limit follows them: the keyed rows times an 
 estimate that holds before an index is loaded), or what DuckDB reports the indexes use if that is more, plus
 a working margin for caching and query intermediates (a larger query spills to DuckDB's temporary directory):
 WORKING_BYTES while a run's plan is written, whose steps write thousands of requests at once, and the smaller
-PLANNED_WORKING_BYTES after (`plan_written`). The writer fits it again as answers add keys. A write that still runs out of memory (a busy moment: the planner's
-and the writer's transactions at once) doubles the margin for the rest of the process and is done again
-(`retry_out_of_memory`, up to GROWTHS times): a run does not fail for want of a margin a few times larger. So is
-a read another command makes through the run (storage/live.py), which runs inside the same limit.
+PLANNED_WORKING_BYTES after (`plan_written`). The writer fits it again as answers add keys. A write that still
+runs out of memory (a busy moment: the planner's and the writer's transactions at once) doubles the margin for
+the rest of the process and is done again (`retry_out_of_memory`, up to GROWTHS times): a run does not fail for
+want of a margin a few times larger. So is a read another command makes through the run (storage/live.py), which
+runs inside the same limit.
 """
 
 from __future__ import annotations

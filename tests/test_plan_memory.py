@@ -515,5 +515,6 @@ def test_rows_that_go_in_as_columns_and_run_out_of_memory_are_written_again(db_p
     assert memory.working_bytes() > 4 * 2**20  # it did run out, and was done again with a larger margin
     assert conn.execute("SELECT count(*), count(DISTINCT prompt_key) FROM prompts").fetchone() == (len(prompts),) * 2
     assert bulk._left_registered == []  # the failed attempt's view (and its arrays) unregistered after its rollback
-    assert conn.execute("SELECT count(*) FROM duckdb_views() WHERE view_name LIKE '_fairsweep_rows_%'").fetchone() == (0,)
+    left = "SELECT count(*) FROM duckdb_views() WHERE view_name LIKE '_fairsweep_rows_%'"
+    assert conn.execute(left).fetchone() == (0,)
     conn.close()

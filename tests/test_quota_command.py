@@ -18,7 +18,7 @@ def test_quota_headers_keep_an_undeclared_limit_without_storming(sim, db_path):
     outcome = run_sweep(config, make_prompts(160), command="test", progress=False, policy=FAST)
     stats = server.stats()
     assert outcome.complete and stats["ok"] == 160
-    assert stats["rate_limited"] <= 2  # learning from 429s alone costs dozens here (below)
+    assert stats["rate_limited"] <= 2  # without the headers only 429s teach the limit (below)
     assert max(stats["received_by_second"].values()) <= 22  # never a burst beyond the window's 20
     assert rows(db_path, "SELECT count(*) FROM responses") == [(160,)]
 
@@ -29,4 +29,6 @@ def test_without_quota_headers_the_limit_is_learned_from_429s(sim, db_path):
     outcome = run_sweep(config, make_prompts(160), command="test", progress=False, policy=FAST)
     stats = server.stats()
     assert outcome.complete and stats["ok"] == 160
-    assert stats["rate_limited"] > 2
+    # A 429 is the only teacher here, so at least one comes; how many depends on how fast the first second's burst
+    # leaves (2 to 14 seen, 2 on a loaded machine), so the test bounds them both ways instead of counting them.
+    assert 1 <= stats["rate_limited"] <= 20  # 20: the bound for learning a limit without storming
